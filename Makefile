@@ -1,0 +1,61 @@
+# gapless — two commands a newcomer needs: `make demo` and `make test`.
+# Both bootstrap .venv on their own from a fresh clone (Python 3.11 + Java 17).
+
+PYTHON ?= python3.11
+VENV   := .venv
+BIN    := $(VENV)/bin
+STAMP  := $(VENV)/.installed
+MYPYROOT := $(VENV)/mypy-root
+PKGS   := spec impl invariants models spark_fuzz cli benchmarks
+
+.PHONY: demo test venv java lint typecheck pytest mutation bench clean
+
+# The venv: created if missing, dependencies (re)installed when pyproject.toml changes.
+$(STAMP): pyproject.toml
+	@command -v $(PYTHON) >/dev/null 2>&1 || { echo "error: $(PYTHON) not found; install Python 3.11 (or run make PYTHON=/path/to/python3.11)"; exit 2; }
+	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+	$(BIN)/python -m pip install --quiet -e '.[all]'
+	@mkdir -p $(MYPYROOT)/gapless
+	@for p in $(PKGS); do ln -sfn ../../../$$p $(MYPYROOT)/gapless/$$p; done
+	@touch $(STAMP)
+
+venv: $(STAMP)
+
+# Spark needs a JVM. Install it with apt-get when we can, else say exactly what to install.
+java:
+	@if command -v java >/dev/null 2>&1 || [ -n "$$JAVA_HOME" ]; then :; \
+	elif command -v apt-get >/dev/null 2>&1 && [ "$$(id -u)" = 0 ]; then \
+		echo "java not found: installing openjdk-17-jre-headless with apt-get"; \
+		apt-get update -qq && apt-get install -y -qq openjdk-17-jre-headless; \
+	else \
+		echo "error: Java 17 is required for Spark. Install it, e.g. 'sudo apt-get install openjdk-17-jre-headless', or set JAVA_HOME."; \
+		exit 2; \
+	fi
+
+lint: $(STAMP)
+	$(BIN)/ruff check $(PKGS) tests
+	$(BIN)/ruff format --check $(PKGS) tests
+
+typecheck: $(STAMP)
+	MYPYPATH=$(MYPYROOT) $(BIN)/mypy -p gapless.spec -p gapless.impl -p gapless.invariants
+
+pytest: $(STAMP) java
+	HYPOTHESIS_PROFILE=$${HYPOTHESIS_PROFILE:-ci} $(BIN)/pytest -q
+
+test: lint typecheck pytest
+
+demo: $(STAMP) java
+	$(BIN)/gapless prove
+	$(BIN)/gapless bench streams
+
+bench: $(STAMP)
+	$(BIN)/gapless bench streams
+
+mutation: $(STAMP)
+	rm -rf mutants
+	$(BIN)/mutmut run --max-children 2 >/dev/null 2>&1 || true
+	$(BIN)/python benchmarks/mutation_score.py
+
+clean:
+	rm -rf $(VENV) build dist *.egg-info mutants .hypothesis .mypy_cache .ruff_cache .pytest_cache

@@ -1,0 +1,92 @@
+"""Effects: the commands a pure role returns instead of doing I/O (STYLE.md, "State machines").
+
+Every handler of every role has the shape ``on_<input>(state, input, now) -> (state, effects)``
+where ``effects`` is a tuple of the frozen values below. The world (``gapless.models``) carries
+them out: it sends messages over simulated links, arms timers, hands deliveries to
+subscribers and writes stable storage. An ignored input returns the *same* state object and
+``()``.
+
+Effects are plain data so that a trace can record them, the invariants can judge them
+(they never read a role's internal state), and a run can be replayed from its seed.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Hashable
+from typing import Any, final
+
+import attrs
+
+__all__ = [
+    "CancelTimer",
+    "Deliver",
+    "Effect",
+    "Persist",
+    "Rejected",
+    "Send",
+    "SetTimer",
+]
+
+
+@final
+@attrs.frozen(kw_only=True)
+class Send:
+    """Send ``msg`` to the neighbouring node ``to`` over the link between them."""
+
+    to: str
+    msg: Any
+
+
+@final
+@attrs.frozen(kw_only=True)
+class SetTimer:
+    """Arm (or re-arm) the timer ``key`` of this node to fire at virtual time ``at`` (µs).
+    Re-arming a key replaces the earlier deadline."""
+
+    key: Hashable
+    at: int
+
+
+@final
+@attrs.frozen(kw_only=True)
+class CancelTimer:
+    """Disarm the timer ``key`` of this node (no effect if it is not armed)."""
+
+    key: Hashable
+
+
+@final
+@attrs.frozen(kw_only=True)
+class Deliver:
+    """Hand a data message to a subscriber [GD §2.3]: ``subscriber`` receives the message
+    published by ``pubend`` at ``tick`` with ``payload`` on connection ``connection``."""
+
+    subscriber: str
+    pubend: str
+    tick: int
+    payload: Any
+    connection: int = 0
+
+
+@final
+@attrs.frozen(kw_only=True)
+class Persist:
+    """Write ``value`` under ``key`` to this node's stable storage; it survives a crash.
+    The write completes ``delay`` µs later (the modelled logging delay [GD §4.1]); the world
+    then feeds the node a completion input."""
+
+    key: Hashable
+    value: Any
+    delay: int = 0
+
+
+@final
+@attrs.frozen(kw_only=True)
+class Rejected:
+    """A malformed or unexpected *network* input, recorded instead of raised (STYLE.md)."""
+
+    reason: str
+    input: Any = None
+
+
+Effect = Send | SetTimer | CancelTimer | Deliver | Persist | Rejected
