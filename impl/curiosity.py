@@ -119,9 +119,7 @@ class Curiosity:
 
 
 def _mismatch(op: str, other: object) -> LatticeMismatch:
-    return LatticeMismatch(
-        f"Curiosity.{op}: {other!r} is not a curiosity value; allowed: N, C, A"
-    )
+    return LatticeMismatch(f"Curiosity.{op}: {other!r} is not a curiosity value; allowed: N, C, A")
 
 
 N: Final = Curiosity(_CKind.N)

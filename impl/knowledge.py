@@ -53,16 +53,16 @@ from gapless.impl.errors import LatticeMismatch
 
 __all__ = [
     "DSTAR",
+    "KNOWLEDGE",
+    "D",
     "E",
     "F",
-    "KNOWLEDGE",
-    "L",
-    "Q",
-    "S",
-    "D",
     "Kind",
     "Knowledge",
     "KnowledgeLattice",
+    "L",
+    "Q",
+    "S",
     "finalize",
     "forget",
     "release",
@@ -218,12 +218,12 @@ S: Final = Knowledge(Kind.S)
 E: Final = Knowledge(Kind.E)
 
 
-def D(payload: Hashable) -> Knowledge:  # noqa: N802 - the paper's name
+def D(payload: Hashable) -> Knowledge:
     """Data ``payload`` published at this tick [GD §2.1]."""
     return Knowledge(Kind.D, payload)
 
 
-def DSTAR(payload: Hashable) -> Knowledge:  # noqa: N802 - the paper's name
+def DSTAR(payload: Hashable) -> Knowledge:
     """Data ``payload``, delivered everywhere it was needed [GD §2.1]."""
     return Knowledge(Kind.DSTAR, payload)
 
