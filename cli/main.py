@@ -76,4 +76,15 @@ def cli() -> None:
 
 
 def main() -> None:
-    cli()
+    """Console entry point: a third-party module missing at run time names its extra (exit 2)."""
+    import sys
+
+    try:
+        cli.main(standalone_mode=True)
+    except ModuleNotFoundError as exc:
+        top = (exc.name or "").split(".")[0]
+        if top not in _EXTRA_OF_MODULE:
+            raise
+        command = next((a for a in sys.argv[1:] if not a.startswith("-")), "gapless")
+        click.echo(missing_extra_message(command, exc), err=True)
+        raise SystemExit(2) from None
