@@ -1,1 +1,32 @@
-"""gapless.invariants."""
+"""Executable invariants over a run's trace (DESIGN.md "Checking, in four layers").
+
+Invariants judge only what is observable — the workload, the effects the roles emit and the
+faults — and compute what should have happened with the ``spec`` reference semantics. See
+:mod:`gapless.invariants.delivery` (safety, order, logged_first, gapless, exactly_once,
+total_order, no_e, liveness) and :mod:`gapless.invariants.conformance` (nack_consolidation,
+ack_consolidation, retransmission_targets, silence_targets).
+"""
+
+from __future__ import annotations
+
+from typing import Final
+
+__all__ = ["CONFORMANCE", "DELIVERY", "INVARIANTS"]
+
+DELIVERY: Final = (
+    "safety",
+    "order",
+    "logged_first",
+    "gapless",
+    "exactly_once",
+    "total_order",
+    "no_e",
+    "liveness",
+)
+CONFORMANCE: Final = (
+    "nack_consolidation",
+    "ack_consolidation",
+    "retransmission_targets",
+    "silence_targets",
+)
+INVARIANTS: Final = DELIVERY + CONFORMANCE

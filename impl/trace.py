@@ -1,0 +1,354 @@
+"""Trace records, the stable trace digest and run counters (shared by invariants and models).
+
+Theory of operation
+-------------------
+A run of the simulated world (``gapless.models``) is recorded as a sequence of
+:class:`TraceRecord` values ``(seq, time, node, kind, detail)``: virtual time in µs, the node
+the record happened at, a kind from :data:`RECORD_KINDS` and a detail value (an effect, an
+input or one of the small detail classes below). Invariants (``gapless.invariants``) judge
+*only* these records — what was published, what went on the wire, what was persisted and
+delivered, and which faults happened — never a role's internal state (DESIGN.md).
+
+The digest (:class:`TraceDigest`) is a sha256 over a canonical byte encoding of every record
+(:func:`canonical`). The encoding never depends on hash order (mappings and sets are sorted
+by their encodings), on object addresses, or on ``PYTHONHASHSEED``, so one run gives one
+digest in any process. Floats are encoded by ``repr`` (exact and stable across CPython).
+
+Counters (:class:`Counters`) summarise a run for campaigns: messages published and delivered,
+nacks and their total range, retransmissions and the latency percentiles. Message kinds are
+read from the :class:`Wire` summary that the world attaches to every sent message.
+
+This module is pure: no clock, no I/O, no randomness.
+
+>>> d = TraceDigest()
+>>> f = Fault(kind="crash", target="p1")
+>>> d.add(TraceRecord(seq=0, time=5, node="p1", kind="fault", detail=f))
+>>> len(d.hexdigest())
+64
+>>> canonical({"b": 1, "a": (True, None)}) == canonical({"a": (True, None), "b": 1})
+True
+"""
+
+from __future__ import annotations
+
+import enum
+import hashlib
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Set as AbstractSet
+from typing import Any, Final, final
+
+import attrs
+from pyrsistent import PMap, pmap
+
+from gapless.impl.errors import ProtocolMisuse
+
+__all__ = [
+    "RECORD_KINDS",
+    "WIRE_KINDS",
+    "Counters",
+    "Dropped",
+    "Fault",
+    "Published",
+    "Received",
+    "Sent",
+    "TraceDigest",
+    "TraceRecord",
+    "Wire",
+    "canonical",
+    "count",
+    "percentile",
+    "trace_digest",
+]
+
+RECORD_KINDS: Final = frozenset(
+    {
+        "publish",  # a client handed a pubend a message (detail: Published)
+        "persist",  # a node asked stable storage to write (detail: effects.Persist)
+        "persisted",  # the write completed and the node was told (detail: inputs.Persisted)
+        "send",  # a node emitted a Send (detail: Sent)
+        "receive",  # a message arrived at a node (detail: Received)
+        "drop",  # the network lost a message (detail: Dropped)
+        "deliver",  # a node handed a message to a subscriber (detail: effects.Deliver)
+        "timer",  # a timer fired at a node (detail: inputs.TimerFired)
+        "fault",  # a fault started or ended (detail: Fault)
+        "connect",  # a subscriber connected (detail: inputs.Connect)
+        "disconnect",  # a subscriber disconnected (detail: inputs.Disconnect)
+        "link",  # a node was told a link changed (detail: inputs.LinkChanged)
+        "rejected",  # a node rejected a network input (detail: effects.Rejected)
+        "coverage",  # a lattice transition label was exercised (detail: str)
+    }
+)
+
+WIRE_KINDS: Final = frozenset({"data", "silence", "ack", "nack", "ack_expected", "status", "other"})
+
+
+@final
+@attrs.frozen(kw_only=True)
+class Wire:
+    """What a message on the wire says, in protocol-neutral terms [GD §3.1, §3.2].
+
+    * ``kind`` — one of :data:`WIRE_KINDS`;
+    * ``pubend`` — the stream the message is about (``None`` for link status);
+    * ``data_ticks`` — the D ticks a knowledge message carries;
+    * ``final_ranges`` — the inclusive F/silence ranges a knowledge message carries;
+    * ``nack_ranges`` — the inclusive ranges a nack asks for;
+    * ``upto`` — the T of ``ack(T)`` / ``AckExpected(T)``;
+    * ``retransmission`` — a retransmitted (not first-time) knowledge message.
+    """
+
+    kind: str
+    pubend: str | None = None
+    data_ticks: tuple[int, ...] = ()
+    final_ranges: tuple[tuple[int, int], ...] = ()
+    nack_ranges: tuple[tuple[int, int], ...] = ()
+    upto: int | None = None
+    retransmission: bool = False
+
+
+@final
+@attrs.frozen(kw_only=True)
+class Published:
+    """A client handed ``pubend`` (hosted at the record's node) its ``index``-th message."""
+
+    pubend: str
+    index: int
+    attributes: PMap[str, Any] = attrs.field(factory=pmap, converter=pmap)
+    size: int = 100
+
+
+@final
+@attrs.frozen(kw_only=True)
+class Sent:
+    """The record's node emitted ``Send(to, msg)``; ``wire`` is the message's summary."""
+
+    to: str
+    msg: Any
+    wire: Wire
+
+
+@final
+@attrs.frozen(kw_only=True)
+class Received:
+    """``msg`` from ``sender`` arrived at the record's node."""
+
+    sender: str
+    msg: Any
+    wire: Wire
+
+
+@final
+@attrs.frozen(kw_only=True)
+class Dropped:
+    """The network lost ``msg`` on the link ``sender -> to`` (``reason``: loss, link down,
+    stall, node down)."""
+
+    sender: str
+    to: str
+    msg: Any
+    wire: Wire
+    reason: str
+
+
+@final
+@attrs.frozen(kw_only=True)
+class Fault:
+    """A fault event took effect: ``kind`` (crash, restart, link_fail, link_heal, stall,
+    drop_window, ...), its ``target`` (a node, or ``"a|b"`` for a link) and ``phase``
+    ("start"/"end")."""
+
+    kind: str
+    target: str
+    phase: str = "start"
+
+
+@final
+@attrs.frozen(kw_only=True)
+class TraceRecord:
+    """One observable event of a run: ``seq`` (its position), ``time`` (µs), ``node``,
+    ``kind`` (one of :data:`RECORD_KINDS`) and ``detail``."""
+
+    seq: int
+    time: int
+    node: str
+    kind: str
+    detail: Any
+
+
+# --------------------------------------------------------------------------------------------
+# canonical encoding and digest
+# --------------------------------------------------------------------------------------------
+
+_encoders: dict[type, Callable[[Any, list[str]], None]] = {}
+
+
+def _enc(value: Any, out: list[str]) -> None:
+    t = type(value)
+    fast = _encoders.get(t)
+    if fast is not None:
+        fast(value, out)
+        return
+    if value is None:
+        out.append("N")
+    elif isinstance(value, bool):
+        out.append("T" if value else "F")
+    elif isinstance(value, enum.Enum):
+        out.append(f"e{t.__name__}.{value.name};")
+    elif isinstance(value, int):
+        out.append(f"i{value};")
+    elif isinstance(value, str):
+        out.append(f"s{len(value)}:{value}")
+    elif isinstance(value, float):
+        out.append(f"f{value!r};")
+    elif isinstance(value, bytes):
+        out.append(f"b{value.hex()};")
+    elif attrs.has(t):
+        out.append(f"@{t.__name__}(")
+        for field in attrs.fields(t):
+            out.append(f"{field.name}=")
+            _enc(getattr(value, field.name), out)
+        out.append(")")
+    elif isinstance(value, Mapping):
+        items = sorted((canonical(k), canonical(v)) for k, v in value.items())
+        out.append("{")
+        for k, v in items:
+            out.append(k)
+            out.append(":")
+            out.append(v)
+        out.append("}")
+    elif isinstance(value, AbstractSet):
+        out.append("<")
+        out.extend(sorted(canonical(v) for v in value))
+        out.append(">")
+    elif isinstance(value, Sequence):
+        out.append("(")
+        for v in value:
+            _enc(v, out)
+        out.append(")")
+    else:
+        text = repr(value)
+        if " at 0x" in text:
+            raise ProtocolMisuse(
+                f"canonical: cannot encode {t.__name__} value {text!r} stably; allowed: "
+                "None, bool, int, str, float, bytes, enums, attrs classes, mappings, sets, "
+                "sequences and values with an address-free repr"
+            )
+        out.append(f"r{t.__name__}:{text};")
+
+
+def canonical(value: Any) -> str:
+    """The canonical text encoding of ``value`` (stable across processes and hash seeds)."""
+    out: list[str] = []
+    _enc(value, out)
+    return "".join(out)
+
+
+@final
+class TraceDigest:
+    """An incremental sha256 over the canonical encoding of trace records."""
+
+    __slots__ = ("_h", "records")
+
+    def __init__(self) -> None:
+        self._h = hashlib.sha256()
+        self.records = 0
+
+    def add(self, record: TraceRecord) -> None:
+        """Fold one record into the digest."""
+        out: list[str] = [f"{record.seq}|{record.time}|{record.node}|{record.kind}|"]
+        _enc(record.detail, out)
+        out.append("\n")
+        self._h.update("".join(out).encode("utf-8"))
+        self.records += 1
+
+    def hexdigest(self) -> str:
+        """The sha256 hex digest of the records added so far."""
+        return self._h.hexdigest()
+
+
+def trace_digest(records: Iterable[TraceRecord]) -> str:
+    """The digest of a whole recorded trace (equal to the online digest of the same run)."""
+    d = TraceDigest()
+    for r in records:
+        d.add(r)
+    return d.hexdigest()
+
+
+# --------------------------------------------------------------------------------------------
+# counters
+# --------------------------------------------------------------------------------------------
+
+
+def percentile(sorted_values: Sequence[int], q: float) -> int | None:
+    """The nearest-rank ``q``-quantile (0 < q <= 1) of ascending ``sorted_values``; None if
+    empty.
+
+    >>> percentile([1, 2, 3, 4], 0.5), percentile([1, 2, 3, 4], 0.99), percentile([], 0.5)
+    (2, 4, None)
+    """
+    if not 0.0 < q <= 1.0:
+        raise ProtocolMisuse(f"percentile: q={q!r} is outside the allowed range (0, 1]")
+    if not sorted_values:
+        return None
+    n = len(sorted_values)
+    rank = -(-int(q * n * 1_000_000) // 1_000_000)  # ceil without float drift
+    return sorted_values[min(max(rank, 1), n) - 1]
+
+
+@final
+@attrs.frozen(kw_only=True)
+class Counters:
+    """Run counters for campaigns (issue 4 §1): ``published`` (messages clients handed to
+    pubends), ``delivered`` (Deliver effects), ``nacks`` (nack messages sent), ``nack_range_us``
+    (sum of nacked tick ranges, µs), ``retransmissions`` (retransmitted knowledge messages
+    sent), latency percentiles from publish to delivery (µs, None when nothing was
+    delivered)."""
+
+    published: int = 0
+    delivered: int = 0
+    nacks: int = 0
+    nack_range_us: int = 0
+    retransmissions: int = 0
+    latency_p50_us: int | None = None
+    latency_p99_us: int | None = None
+    latency_max_us: int | None = None
+
+
+def _range_len(ranges: Iterable[tuple[int, int]]) -> int:
+    return sum(hi - lo + 1 for lo, hi in ranges)
+
+
+def count(
+    records: Iterable[TraceRecord],
+    publish_time_of: Callable[[Any], int | None],
+) -> Counters:
+    """Counters over a recorded trace. ``publish_time_of(deliver)`` gives the virtual time
+    a delivered message was published (None if unknown); latency is delivery time minus it."""
+    published = delivered = nacks = nack_range = retrans = 0
+    latencies: list[int] = []
+    for r in records:
+        k = r.kind
+        if k == "publish":
+            published += 1
+        elif k == "deliver":
+            delivered += 1
+            t0 = publish_time_of(r.detail)
+            if t0 is not None:
+                latencies.append(r.time - t0)
+        elif k == "send":
+            w = r.detail.wire
+            if w.kind == "nack":
+                nacks += 1
+                nack_range += _range_len(w.nack_ranges)
+            elif w.retransmission:
+                retrans += 1
+    latencies.sort()
+    return Counters(
+        published=published,
+        delivered=delivered,
+        nacks=nacks,
+        nack_range_us=nack_range,
+        retransmissions=retrans,
+        latency_p50_us=percentile(latencies, 0.5),
+        latency_p99_us=percentile(latencies, 0.99),
+        latency_max_us=latencies[-1] if latencies else None,
+    )

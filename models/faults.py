@@ -1,0 +1,304 @@
+"""Fault schedules as plain, serialisable data (DESIGN.md "Determinism and faults").
+
+Theory of operation
+-------------------
+A :class:`FaultSchedule` is a tuple of :class:`FaultEvent` values. Each event carries *all*
+its parameters (kind, start, duration, target, probabilities, delays) and the seed of its
+*own* random stream (``stream``), derived once, at generation, from the campaign seed and the
+event's own identity (its kind and its index among events of that kind). The world draws
+every random choice an event makes (which message a drop window loses, how far a reorder
+window delays one) from that stream alone, so removing one event while shrinking never
+changes what the others do (NOTES.md, "Determinism pitfalls").
+
+Schedules are generated from ``(profile, targets, duration, seed)`` by the pure function
+:func:`generate`, serialised with cattrs to JSON (:func:`to_json`, :func:`from_json`) and
+never pickled.
+
+Fault kinds (:data:`FAULT_KINDS`), each starting at ``at_us``:
+
+* ``crash`` — broker ``target`` crashes (soft state lost, stable storage kept) and restarts
+  ``duration_us`` later;
+* ``stall_broker`` — broker ``target`` accepts input but forwards nothing for ``stall_us``,
+  then crashes, and restarts ``duration_us`` after the crash [GD §4.2];
+* ``link_fail`` — link ``"a|b"`` fails (both ends told) and heals ``duration_us`` later;
+* ``stall_link`` — link ``"a|b"`` silently loses everything for ``stall_us``, then fails for
+  ``duration_us`` [GD §4.2];
+* ``drop`` / ``duplicate`` — for ``duration_us`` the link loses / duplicates each message
+  with ``probability``;
+* ``reorder`` — for ``duration_us`` each message on the link gets an extra delay drawn
+  uniformly from ``[0, max_delay_us]`` (so later messages can overtake it);
+* ``disconnect`` — subscriber ``target`` disconnects and reconnects (a new connection)
+  ``duration_us`` later;
+* ``partition`` — the nodes listed in ``target`` (comma separated) are cut from all others
+  for ``duration_us`` (every crossing link fails, then heals).
+
+>>> s = generate(FaultProfile(rates=(("crash", 1.0),)), Targets(brokers=("b1",), links=(),
+...     subscribers=()), duration_us=10_000_000, seed=7)
+>>> from_json(to_json(s)) == s
+True
+>>> without_event(s, 0).events == s.events[1:]
+True
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import random
+from typing import Any, Final, final
+
+import attrs
+import cattrs
+
+from gapless.impl.errors import ProtocolMisuse
+
+__all__ = [
+    "DEFAULT_RATES",
+    "FAULT_KINDS",
+    "FaultEvent",
+    "FaultProfile",
+    "FaultSchedule",
+    "Targets",
+    "derive_seed",
+    "from_json",
+    "generate",
+    "to_json",
+    "without_event",
+]
+
+FAULT_KINDS: Final = (
+    "crash",
+    "stall_broker",
+    "link_fail",
+    "stall_link",
+    "drop",
+    "duplicate",
+    "reorder",
+    "disconnect",
+    "partition",
+)
+
+# events per simulated second for each kind under the "swarm" profile
+DEFAULT_RATES: Final[dict[str, float]] = {
+    "crash": 0.05,
+    "stall_broker": 0.03,
+    "link_fail": 0.08,
+    "stall_link": 0.05,
+    "drop": 0.1,
+    "duplicate": 0.1,
+    "reorder": 0.1,
+    "disconnect": 0.05,
+    "partition": 0.03,
+}
+
+_SEC: Final = 1_000_000
+
+
+def derive_seed(*parts: object) -> int:
+    """A 63-bit seed derived from ``parts`` by sha256 of their ``repr`` (ints and strings
+    only, so it is stable across processes and ``PYTHONHASHSEED``)."""
+    for p in parts:
+        if not isinstance(p, (int, str)):
+            raise ProtocolMisuse(
+                f"derive_seed: part {p!r} is a {type(p).__name__}; allowed: int or str"
+            )
+    text = "\x1f".join(repr(p) for p in parts)
+    return int.from_bytes(hashlib.sha256(text.encode()).digest()[:8], "big") >> 1
+
+
+@final
+@attrs.frozen(kw_only=True)
+class FaultEvent:
+    """One fault: see the module docstring for what each ``kind`` does with its fields."""
+
+    kind: str
+    at_us: int
+    duration_us: int
+    target: str
+    stream: int
+    stall_us: int = 0
+    probability: float = 0.0
+    max_delay_us: int = 0
+
+    def __attrs_post_init__(self) -> None:
+        if self.kind not in FAULT_KINDS:
+            raise ProtocolMisuse(
+                f"FaultEvent: kind {self.kind!r} is unknown; allowed: {', '.join(FAULT_KINDS)}"
+            )
+        if self.at_us < 0 or self.duration_us < 0 or self.stall_us < 0 or self.max_delay_us < 0:
+            raise ProtocolMisuse(
+                f"FaultEvent: times must be >= 0, got at_us={self.at_us}, "
+                f"duration_us={self.duration_us}, stall_us={self.stall_us}, "
+                f"max_delay_us={self.max_delay_us}"
+            )
+        if not 0.0 <= self.probability <= 1.0:
+            raise ProtocolMisuse(f"FaultEvent: probability {self.probability!r} is outside [0, 1]")
+
+    @property
+    def end_us(self) -> int:
+        """When the event's effects are over (restart, heal, reconnect, window end)."""
+        return self.at_us + self.stall_us + self.duration_us
+
+    def rng(self) -> random.Random:
+        """A fresh copy of this event's own random stream."""
+        return random.Random(self.stream)
+
+
+@final
+@attrs.frozen(kw_only=True)
+class FaultSchedule:
+    """The faults of one run, ordered by start time (ties by kind, then target)."""
+
+    seed: int
+    events: tuple[FaultEvent, ...] = ()
+
+    @property
+    def kinds(self) -> tuple[str, ...]:
+        """The sorted distinct fault kinds in this schedule."""
+        return tuple(sorted({e.kind for e in self.events}))
+
+
+@final
+@attrs.frozen(kw_only=True)
+class FaultProfile:
+    """Which faults to generate: ``rates`` as (kind, events per simulated second) pairs, or
+    ``swarm``: each schedule enables a random non-empty subset of kinds (from ``rates``, or
+    every kind at :data:`DEFAULT_RATES` when ``rates`` is empty). Durations are drawn from
+    ``[min_duration_us, max_duration_us]``; faults start no earlier than ``warmup_us``."""
+
+    rates: tuple[tuple[str, float], ...] = ()
+    swarm: bool = False
+    min_duration_us: int = 200_000
+    max_duration_us: int = 5_000_000
+    warmup_us: int = 1_000_000
+
+    def __attrs_post_init__(self) -> None:
+        for kind, rate in self.rates:
+            if kind not in FAULT_KINDS:
+                raise ProtocolMisuse(
+                    f"FaultProfile: kind {kind!r} is unknown; allowed: {', '.join(FAULT_KINDS)}"
+                )
+            if not rate >= 0:
+                raise ProtocolMisuse(f"FaultProfile: rate of {kind!r} must be >= 0, got {rate!r}")
+        if not 0 <= self.min_duration_us <= self.max_duration_us:
+            raise ProtocolMisuse(
+                "FaultProfile: need 0 <= min_duration_us <= max_duration_us, got "
+                f"{self.min_duration_us}, {self.max_duration_us}"
+            )
+
+
+@final
+@attrs.frozen(kw_only=True)
+class Targets:
+    """What faults can hit: broker names, links as ``"a|b"`` (sorted ends), subscribers."""
+
+    brokers: tuple[str, ...]
+    links: tuple[str, ...]
+    subscribers: tuple[str, ...]
+
+
+def _poisson_times(rng: random.Random, rate: float, start: int, end: int) -> list[int]:
+    times: list[int] = []
+    if rate <= 0 or end <= start:
+        return times
+    t = float(start)
+    while True:
+        t += rng.expovariate(rate) * _SEC
+        if t >= end:
+            return times
+        times.append(int(t))
+
+
+def _event(
+    kind: str, at: int, stream: int, profile: FaultProfile, targets: Targets
+) -> FaultEvent | None:
+    rng = random.Random(stream)
+    dur = rng.randint(profile.min_duration_us, profile.max_duration_us)
+    if kind in ("crash", "stall_broker"):
+        if not targets.brokers:
+            return None
+        target = rng.choice(targets.brokers)
+    elif kind in ("link_fail", "stall_link", "drop", "duplicate", "reorder"):
+        if not targets.links:
+            return None
+        target = rng.choice(targets.links)
+    elif kind == "disconnect":
+        if not targets.subscribers:
+            return None
+        target = rng.choice(targets.subscribers)
+    else:  # partition
+        if len(targets.brokers) < 2:
+            return None
+        k = rng.randint(1, max(1, len(targets.brokers) // 2))
+        target = ",".join(sorted(rng.sample(targets.brokers, k)))
+    stall = rng.randint(500_000, 3_000_000) if kind.startswith("stall") else 0
+    prob = round(rng.uniform(0.05, 0.5), 4) if kind in ("drop", "duplicate") else 0.0
+    max_delay = rng.randint(1_000, 50_000) if kind == "reorder" else 0
+    return FaultEvent(
+        kind=kind,
+        at_us=at,
+        duration_us=dur,
+        target=target,
+        stream=derive_seed(stream, "event-stream"),
+        stall_us=stall,
+        probability=prob,
+        max_delay_us=max_delay,
+    )
+
+
+def generate(
+    profile: FaultProfile, targets: Targets, *, duration_us: int, seed: int
+) -> FaultSchedule:
+    """The fault schedule of ``seed`` under ``profile`` (a pure function of its arguments).
+
+    Event ``i`` of kind ``k`` gets the stream ``derive_seed(seed, k, i)``; its parameters are
+    drawn from that stream only."""
+    rates = dict(profile.rates) if profile.rates else ({} if not profile.swarm else DEFAULT_RATES)
+    kinds = sorted(rates)
+    if profile.swarm:
+        rng = random.Random(derive_seed(seed, "swarm"))
+        chosen = [k for k in kinds if rng.random() < 0.5]
+        kinds = (chosen or [kinds[rng.randrange(len(kinds))]]) if kinds else []
+    events: list[FaultEvent] = []
+    for kind in kinds:
+        arrivals = random.Random(derive_seed(seed, kind, "arrivals"))
+        for i, at in enumerate(
+            _poisson_times(arrivals, rates[kind], profile.warmup_us, duration_us)
+        ):
+            ev = _event(kind, at, derive_seed(seed, kind, i), profile, targets)
+            if ev is not None:
+                events.append(ev)
+    events.sort(key=lambda e: (e.at_us, e.kind, e.target, e.stream))
+    return FaultSchedule(seed=seed, events=tuple(events))
+
+
+def without_event(schedule: FaultSchedule, index: int) -> FaultSchedule:
+    """The schedule without its ``index``-th event (a shrink step); the others are unchanged."""
+    if not 0 <= index < len(schedule.events):
+        raise ProtocolMisuse(
+            f"without_event: index {index} is outside 0..{len(schedule.events) - 1}"
+        )
+    return attrs.evolve(schedule, events=schedule.events[:index] + schedule.events[index + 1 :])
+
+
+_converter = cattrs.Converter()
+
+
+def unstructure(value: Any) -> Any:
+    """Plain data (dicts, lists, numbers, strings) for a schedule, event or profile."""
+    return _converter.unstructure(value)
+
+
+def to_json(schedule: FaultSchedule) -> str:
+    """The schedule as canonical JSON (sorted keys)."""
+    return json.dumps(_converter.unstructure(schedule), sort_keys=True)
+
+
+def from_json(text: str) -> FaultSchedule:
+    """Parse :func:`to_json` output; a malformed document raises ``ProtocolMisuse`` naming
+    what is wrong."""
+    try:
+        data = json.loads(text)
+        return _converter.structure(data, FaultSchedule)
+    except (ValueError, TypeError, KeyError, cattrs.BaseValidationError) as exc:
+        raise ProtocolMisuse(f"from_json: not a valid fault schedule: {exc}") from exc
