@@ -46,6 +46,7 @@ __all__ = [
     "RECORD_KINDS",
     "WIRE_KINDS",
     "Counters",
+    "CountersBuilder",
     "Dropped",
     "Fault",
     "Published",
@@ -317,38 +318,65 @@ def _range_len(ranges: Iterable[tuple[int, int]]) -> int:
     return sum(hi - lo + 1 for lo, hi in ranges)
 
 
+@final
+class CountersBuilder:
+    """Counters accumulated one record at a time (the online form of :func:`count`)."""
+
+    __slots__ = (
+        "_lat",
+        "_publish_time_of",
+        "delivered",
+        "nack_range",
+        "nacks",
+        "published",
+        "retrans",
+    )
+
+    def __init__(self, publish_time_of: Callable[[Any], int | None]) -> None:
+        self._publish_time_of = publish_time_of
+        self._lat: list[int] = []
+        self.published = self.delivered = self.nacks = self.nack_range = self.retrans = 0
+
+    def add(self, r: TraceRecord) -> None:
+        """Count one record."""
+        k = r.kind
+        if k == "publish":
+            self.published += 1
+        elif k == "deliver":
+            self.delivered += 1
+            t0 = self._publish_time_of(r.detail)
+            if t0 is not None:
+                self._lat.append(r.time - t0)
+        elif k == "send":
+            w = r.detail.wire
+            if w.kind == "nack":
+                self.nacks += 1
+                self.nack_range += _range_len(w.nack_ranges)
+            elif w.retransmission:
+                self.retrans += 1
+
+    def counters(self) -> Counters:
+        """The counters so far."""
+        lat = sorted(self._lat)
+        return Counters(
+            published=self.published,
+            delivered=self.delivered,
+            nacks=self.nacks,
+            nack_range_us=self.nack_range,
+            retransmissions=self.retrans,
+            latency_p50_us=percentile(lat, 0.5),
+            latency_p99_us=percentile(lat, 0.99),
+            latency_max_us=lat[-1] if lat else None,
+        )
+
+
 def count(
     records: Iterable[TraceRecord],
     publish_time_of: Callable[[Any], int | None],
 ) -> Counters:
     """Counters over a recorded trace. ``publish_time_of(deliver)`` gives the virtual time
     a delivered message was published (None if unknown); latency is delivery time minus it."""
-    published = delivered = nacks = nack_range = retrans = 0
-    latencies: list[int] = []
+    b = CountersBuilder(publish_time_of)
     for r in records:
-        k = r.kind
-        if k == "publish":
-            published += 1
-        elif k == "deliver":
-            delivered += 1
-            t0 = publish_time_of(r.detail)
-            if t0 is not None:
-                latencies.append(r.time - t0)
-        elif k == "send":
-            w = r.detail.wire
-            if w.kind == "nack":
-                nacks += 1
-                nack_range += _range_len(w.nack_ranges)
-            elif w.retransmission:
-                retrans += 1
-    latencies.sort()
-    return Counters(
-        published=published,
-        delivered=delivered,
-        nacks=nacks,
-        nack_range_us=nack_range,
-        retransmissions=retrans,
-        latency_p50_us=percentile(latencies, 0.5),
-        latency_p99_us=percentile(latencies, 0.99),
-        latency_max_us=latencies[-1] if latencies else None,
-    )
+        b.add(r)
+    return b.counters()

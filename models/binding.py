@@ -1,0 +1,67 @@
+"""What the world needs from a protocol: the :class:`Binding` protocol.
+
+Theory of operation
+-------------------
+The world (:mod:`gapless.models.world`) is protocol-neutral. A binding adapts one protocol's
+pure roles to it: the initial role states per physical broker, the ``handle`` and ``crash``
+functions of the sans-IO contract (DESIGN.md), how a published workload message becomes a
+``Publish`` input, and three *decoders* the invariants use to read observable effects without
+looking at role state: :meth:`Binding.wire` (what a message on the wire says),
+:meth:`Binding.logged` (which pubend tick and attributes a ``Persist`` writes) and
+:meth:`Binding.payload_attributes` (the attributes of a delivered payload). It also carries
+the network timing the protocol's configuration documents (link delay and jitter, periodic
+link status) and the minimum nack repetition interval the conformance invariants need.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from typing import Any, Protocol
+
+from gapless.impl.effects import Effect, Persist
+from gapless.impl.inputs import Input, Publish
+from gapless.impl.trace import Wire
+from gapless.models.workload import PublishEvent
+
+__all__ = ["Binding"]
+
+
+class Binding(Protocol):
+    """A protocol as the world drives it (see module doc)."""
+
+    link_delay_us: int
+    link_jitter_us: int
+    status_period_us: int
+    min_repetition_us: int
+
+    def initial_states(self) -> dict[str, Any]:
+        """The initial role state of every physical broker."""
+        ...
+
+    def handle(self, state: Any, inp: Input, now: int) -> tuple[Any, tuple[Effect, ...]]:
+        """One step of the broker's role."""
+        ...
+
+    def crash(self, state: Any) -> Any:
+        """The state after a crash: soft state lost, stable storage kept."""
+        ...
+
+    def publish_input(self, event: PublishEvent) -> Publish:
+        """The ``Publish`` input of a workload message."""
+        ...
+
+    def wire(self, msg: Any) -> Wire:
+        """The protocol-neutral summary of a message."""
+        ...
+
+    def logged(self, persist: Persist) -> tuple[str, int, Mapping[str, Any]] | None:
+        """``(pubend, tick, attributes)`` when ``persist`` logs a published message."""
+        ...
+
+    def payload_attributes(self, payload: Any) -> Mapping[str, Any] | None:
+        """The attributes of a delivered payload (None when it carries none)."""
+        ...
+
+    def coverage(self, before: Any, after: Any, inp: Input) -> Iterable[str]:
+        """Lattice-transition labels the step ``before -> after`` exercised."""
+        ...

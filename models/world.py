@@ -1,0 +1,675 @@
+"""A deterministic discrete-event network that carries out the roles' effects (DESIGN.md).
+
+Theory of operation
+-------------------
+Virtual time is an int in µs. The event queue is a heap of ``(time, seq, ...)`` tuples:
+``seq`` is a global counter, so ties are broken by insertion order — a total, deterministic
+order. Nothing here iterates a hash-ordered collection without sorting it first.
+
+*Nodes* are physical brokers driven through a :class:`~gapless.models.binding.Binding`:
+every input goes through ``binding.handle(state, input, now)`` and every effect is carried
+out in order:
+
+* ``Send(to, msg)`` — over the link ``node -> to``: base delay plus jitter (the link's own
+  random stream), FIFO per direction unless a reorder window is active; drop / duplicate /
+  reorder windows draw from *their fault event's* own stream; a failed or stalled link, a
+  stalled sender, or a message still in flight when its link fails or its receiver crashes
+  is lost (recorded as ``drop``);
+* ``SetTimer`` / ``CancelTimer`` — one deadline per key; re-arming replaces it; a crash
+  cancels every timer;
+* ``Persist`` — completes ``delay`` µs later with a ``Persisted`` input, unless the node
+  crashed meanwhile (the write is then lost, the message was never published [GD §2.2]);
+* ``Deliver`` and ``Rejected`` — recorded.
+
+Faults (:mod:`gapless.models.faults`) start and end as events. A crash replaces the state
+with ``binding.crash(state)`` (soft state lost, the pubend's stable log kept), cancels timers
+and pending writes, ends the connections of the subscribers the broker hosts, and tells live
+neighbours ``LinkChanged(up=False)``; a restart feeds ``Restart``, then ``LinkChanged`` for
+each neighbour, then reconnects the hosted subscribers as *new* connections [GD §2.3]. Links
+also report their status periodically (``status_period_us``).
+
+At ``duration_us`` every fault still active is healed, publishing has stopped, and the
+network drains for ``drain_us``; then the liveness invariants are judged.
+
+Trace records: ``publish``, ``persist``, ``persisted``, ``send``, ``drop``, ``deliver``,
+``fault``, ``connect``, ``disconnect``, ``rejected`` (arrivals, timer firings and link
+status are inputs, not observations; they are not recorded, which keeps the digest cheap).
+"""
+
+from __future__ import annotations
+
+import heapq
+import random
+from collections.abc import Callable
+from typing import Any, Final, final
+
+import networkx as nx
+
+from gapless.impl.effects import CancelTimer, Deliver, Persist, Rejected, Send, SetTimer
+from gapless.impl.inputs import (
+    Connect,
+    Disconnect,
+    Input,
+    LinkChanged,
+    Persisted,
+    Receive,
+    Restart,
+    TimerFired,
+)
+from gapless.impl.trace import (
+    Dropped,
+    Fault,
+    Published,
+    Sent,
+    TraceDigest,
+    TraceRecord,
+    Wire,
+)
+from gapless.models.binding import Binding
+from gapless.models.faults import FaultEvent, FaultSchedule, derive_seed
+from gapless.models.topology import link_name
+from gapless.models.workload import Workload
+
+__all__ = ["Observer", "World"]
+
+# event codes (ints: cheap to compare in the heap)
+_ARRIVE: Final = 0
+_TIMER: Final = 1
+_PERSISTED: Final = 2
+_PUBLISH: Final = 3
+_FAULT: Final = 4
+_STATUS: Final = 5
+
+Observer = Callable[[TraceRecord], bool]
+"""Called with every trace record; returning True stops the run (a violation was found)."""
+
+
+@final
+class _Node:
+    __slots__ = ("alive", "epoch", "name", "neighbours", "stalled", "state", "timers")
+
+    def __init__(self, name: str, state: Any, neighbours: tuple[str, ...]) -> None:
+        self.name = name
+        self.state = state
+        self.alive = True
+        self.epoch = 0
+        self.stalled = 0
+        self.timers: dict[Any, int] = {}
+        self.neighbours = neighbours
+
+
+@final
+class _Link:
+    __slots__ = ("down", "epoch", "last", "rng", "stalled", "windows")
+
+    def __init__(self, rng: random.Random) -> None:
+        self.down = 0  # failure count (link_fail, stall_link's fail phase, partitions)
+        self.stalled = 0
+        self.epoch = 0
+        self.last: dict[str, int] = {}  # direction "a>b" -> last FIFO arrival time
+        self.rng = rng
+        self.windows: list[tuple[int, FaultEvent, random.Random]] = []
+
+
+@final
+class World:
+    """One simulated run (see module doc). Drive it with :meth:`run`."""
+
+    def __init__(
+        self,
+        *,
+        graph: nx.Graph,
+        workload: Workload,
+        schedule: FaultSchedule,
+        seed: int,
+        binding: Binding,
+        observer: Observer | None = None,
+        record: bool = False,
+        max_events: int = 5_000_000,
+    ) -> None:
+        self.graph = graph
+        self.binding = binding
+        self.workload = workload
+        self.schedule = schedule
+        self.observer = observer
+        self.record = record
+        self.records: list[TraceRecord] = []
+        self.digest = TraceDigest()
+        self.max_events = max_events
+        self.now = 0
+        self.events = 0
+        self.stopped = False
+        self._seq = 0
+        self._rseq = 0
+        self._queue: list[tuple[Any, ...]] = []
+        self.coverage: dict[str, int] = {}
+        states = binding.initial_states()
+        self.nodes: dict[str, _Node] = {}
+        for name in sorted(graph.nodes):
+            nbs = tuple(sorted(graph.neighbors(name)))
+            self.nodes[name] = _Node(name, states[name], nbs)
+        self.links: dict[str, _Link] = {}
+        for a, b in sorted(tuple(sorted(e)) for e in graph.edges):
+            ln = link_name(a, b)
+            self.links[ln] = _Link(random.Random(derive_seed(seed, "link", ln)))
+        # subscribers: name -> (shb, filter); connection numbers; who is disconnected by a fault
+        self.subs = {s.name: s for s in workload.subscriptions}
+        self.conn: dict[str, int] = {}
+        self.connected: dict[str, bool] = {}
+        self.sub_faults: dict[str, int] = {}
+        self.active: dict[int, bool] = {}
+        self.delay = binding.link_delay_us
+        self.jitter = binding.link_jitter_us
+        self._has_coverage = hasattr(binding, "coverage")
+
+    # ---------------------------------------------------------------- plumbing
+
+    def _push(self, time: int, code: int, *args: Any) -> None:
+        self._seq += 1
+        heapq.heappush(self._queue, (time, self._seq, code, *args))
+
+    def _rec(self, node: str, kind: str, detail: Any) -> None:
+        r = TraceRecord(seq=self._rseq, time=self.now, node=node, kind=kind, detail=detail)
+        self._rseq += 1
+        self.digest.add(r)
+        if self.record:
+            self.records.append(r)
+        if self.observer is not None and self.observer(r):
+            self.stopped = True
+
+    def _input(self, node: _Node, inp: Input) -> None:
+        before = node.state
+        state, effects = self.binding.handle(before, inp, self.now)
+        node.state = state
+        if self._has_coverage and state is not before:
+            for label in self.binding.coverage(before, state, inp):
+                self.coverage[label] = self.coverage.get(label, 0) + 1
+        for eff in effects:
+            self._effect(node, eff)
+
+    def _effect(self, node: _Node, eff: Any) -> None:
+        t = type(eff)
+        if t is Send:
+            self._send(node, eff)
+        elif t is SetTimer:
+            self._seq += 1
+            gen = self._seq
+            node.timers[eff.key] = gen
+            heapq.heappush(
+                self._queue,
+                (max(eff.at, self.now), gen, _TIMER, node.name, eff.key, gen, node.epoch),
+            )
+        elif t is CancelTimer:
+            node.timers.pop(eff.key, None)
+        elif t is Persist:
+            self._rec(node.name, "persist", eff)
+            self._push(self.now + max(0, eff.delay), _PERSISTED, node.name, eff.key, node.epoch)
+        elif t is Deliver:
+            self._rec(node.name, "deliver", eff)
+        elif t is Rejected:
+            self._rec(node.name, "rejected", eff)
+        else:
+            self._rec(node.name, "rejected", Rejected(reason=f"unknown effect {t.__name__}"))
+
+    def _link_up(self, a: str, b: str, link: _Link) -> bool:
+        return link.down == 0 and self.nodes[a].alive and self.nodes[b].alive
+
+    def _send(self, node: _Node, eff: Send) -> None:
+        src, to, msg = node.name, eff.to, eff.msg
+        wire = self.binding.wire(msg)
+        self._rec(src, "send", Sent(to=to, msg=msg, wire=wire))
+        link = self.links.get(link_name(src, to)) if to != src else None
+        reason = None
+        if link is None:
+            reason = "no link"
+        elif node.stalled:
+            reason = "sender stalled"
+        elif not self._link_up(src, to, link):
+            reason = "link down"
+        elif link.stalled:
+            reason = "link stalled"
+        if reason is not None or link is None:
+            self._rec(src, "drop", Dropped(sender=src, to=to, msg=msg, wire=wire, reason=reason))
+            return
+        copies = 1
+        extra = 0
+        reordered = False
+        for _i, ev, rng in link.windows:
+            if ev.kind == "drop":
+                if rng.random() < ev.probability:
+                    self._rec(
+                        src, "drop", Dropped(sender=src, to=to, msg=msg, wire=wire, reason="loss")
+                    )
+                    return
+            elif ev.kind == "duplicate":
+                if rng.random() < ev.probability:
+                    copies += 1
+            else:  # reorder
+                extra += rng.randint(0, ev.max_delay_us)
+                reordered = True
+        jitter = link.rng.randint(0, self.jitter) if self.jitter else 0
+        arrival = self.now + self.delay + jitter + extra
+        direction = src + ">" + to
+        if not reordered:
+            arrival = max(arrival, link.last.get(direction, 0))
+            link.last[direction] = arrival
+        for c in range(copies):
+            self._push(arrival + c, _ARRIVE, to, src, msg, link.epoch, wire)
+
+    # ---------------------------------------------------------------- faults
+
+    def _notify_link(self, a: str, b: str, up: bool) -> None:
+        for x, y in ((a, b), (b, a)):
+            nx_ = self.nodes[x]
+            if nx_.alive:
+                self._input(nx_, LinkChanged(neighbour=y, up=up))
+
+    def _link_down(self, ln: str) -> None:
+        link = self.links[ln]
+        a, b = ln.split("|")
+        was = self._link_up(a, b, link)
+        link.down += 1
+        link.epoch += 1
+        if was:
+            self._notify_link(a, b, False)
+
+    def _link_heal(self, ln: str) -> None:
+        link = self.links[ln]
+        a, b = ln.split("|")
+        link.down = max(0, link.down - 1)
+        if self._link_up(a, b, link):
+            self._notify_link(a, b, True)
+
+    def _crash(self, name: str) -> None:
+        node = self.nodes[name]
+        if not node.alive:
+            return
+        ups = [
+            nb for nb in node.neighbours if self._link_up(name, nb, self.links[link_name(name, nb)])
+        ]
+        node.alive = False
+        node.epoch += 1
+        node.timers.clear()
+        node.state = self.binding.crash(node.state)
+        for nb in node.neighbours:
+            self.links[link_name(name, nb)].epoch += 1
+        for sub in sorted(self.subs):
+            if self.subs[sub].shb == name and self.connected.get(sub):
+                self.connected[sub] = False
+                self._rec(name, "disconnect", Disconnect(subscriber=sub))
+        for nb in ups:
+            nbn = self.nodes[nb]
+            if nbn.alive:
+                self._input(nbn, LinkChanged(neighbour=name, up=False))
+
+    def _restart(self, name: str) -> None:
+        node = self.nodes[name]
+        if node.alive:
+            return
+        node.alive = True
+        self._input(node, Restart())
+        for nb in node.neighbours:
+            up = self._link_up(name, nb, self.links[link_name(name, nb)])
+            self._input(node, LinkChanged(neighbour=nb, up=up))
+            if up:
+                self._input(self.nodes[nb], LinkChanged(neighbour=name, up=True))
+        for sub in sorted(self.subs):
+            if self.subs[sub].shb == name and not self.sub_faults.get(sub):
+                self._connect(sub)
+
+    def _connect(self, sub: str) -> None:
+        s = self.subs[sub]
+        node = self.nodes[s.shb]
+        if not node.alive or self.connected.get(sub):
+            return
+        n = self.conn.get(sub, -1) + 1
+        self.conn[sub] = n
+        self.connected[sub] = True
+        inp = Connect(subscriber=sub, filter=s.filter, connection=n)
+        self._rec(s.shb, "connect", inp)
+        self._input(node, inp)
+
+    def _disconnect(self, sub: str) -> None:
+        s = self.subs[sub]
+        if not self.connected.get(sub):
+            return
+        self.connected[sub] = False
+        inp = Disconnect(subscriber=sub)
+        self._rec(s.shb, "disconnect", inp)
+        node = self.nodes[s.shb]
+        if node.alive:
+            self._input(node, inp)
+
+    def _crossing(self, target: str) -> list[str]:
+        side = set(target.split(","))
+        return sorted(link_name(a, b) for a, b in self.graph.edges if (a in side) != (b in side))
+
+    def _fault(self, index: int, phase: str) -> None:
+        ev = self.schedule.events[index]
+        k, tgt = ev.kind, ev.target
+        if phase == "start":
+            if index in self.active:
+                return
+            self.active[index] = True
+        elif not self.active.get(index):
+            return
+        self._rec(tgt.split("|")[0].split(",")[0], "fault", Fault(kind=k, target=tgt, phase=phase))
+        if k == "crash":
+            if phase == "start":
+                self._crash(tgt)
+            else:
+                self._restart(tgt)
+        elif k == "stall_broker":
+            node = self.nodes[tgt]
+            if phase == "start":
+                node.stalled += 1
+            elif phase == "fail":
+                node.stalled = max(0, node.stalled - 1)
+                self._crash(tgt)
+            else:
+                self._restart(tgt)
+        elif k == "link_fail":
+            (self._link_down if phase == "start" else self._link_heal)(tgt)
+        elif k == "stall_link":
+            link = self.links[tgt]
+            if phase == "start":
+                link.stalled += 1
+            elif phase == "fail":
+                link.stalled = max(0, link.stalled - 1)
+                self._link_down(tgt)
+            else:
+                self._link_heal(tgt)
+        elif k in ("drop", "duplicate", "reorder"):
+            link = self.links[tgt]
+            if phase == "start":
+                link.windows.append((index, ev, ev.rng()))
+                link.windows.sort(key=lambda w: w[0])
+            else:
+                link.windows = [w for w in link.windows if w[0] != index]
+        elif k == "disconnect":
+            if phase == "start":
+                self.sub_faults[tgt] = self.sub_faults.get(tgt, 0) + 1
+                self._disconnect(tgt)
+            else:
+                self.sub_faults[tgt] = max(0, self.sub_faults.get(tgt, 0) - 1)
+                if not self.sub_faults[tgt]:
+                    self._connect(tgt)
+        elif k == "partition":
+            for ln in self._crossing(tgt):
+                (self._link_down if phase == "start" else self._link_heal)(ln)
+        if phase == "end":
+            self.active[index] = False
+        elif phase == "fail":
+            self.active[index] = True
+
+    def _end_phase_of(self, index: int) -> list[tuple[int, str]]:
+        ev = self.schedule.events[index]
+        if ev.kind in ("stall_broker", "stall_link"):
+            return [(ev.at_us + ev.stall_us, "fail"), (ev.end_us, "end")]
+        return [(ev.end_us, "end")]
+
+    # ---------------------------------------------------------------- main loop
+
+    def _validate_schedule(self) -> None:
+        from gapless.impl.errors import ProtocolMisuse
+
+        for ev in self.schedule.events:
+            if ev.kind in ("crash", "stall_broker") and ev.target not in self.nodes:
+                raise ProtocolMisuse(f"World: fault {ev.kind} targets unknown broker {ev.target!r}")
+            if ev.kind in ("link_fail", "stall_link", "drop", "duplicate", "reorder") and (
+                ev.target not in self.links
+            ):
+                raise ProtocolMisuse(f"World: fault {ev.kind} targets unknown link {ev.target!r}")
+            if ev.kind == "disconnect" and ev.target not in self.subs:
+                raise ProtocolMisuse(
+                    f"World: fault disconnect targets unknown subscriber {ev.target!r}"
+                )
+            if ev.kind == "partition":
+                bad = [n for n in ev.target.split(",") if n not in self.nodes]
+                if bad:
+                    raise ProtocolMisuse(f"World: partition names unknown brokers {bad!r}")
+
+    def run(self, *, duration_us: int, drain_us: int) -> None:
+        """Publish and inject faults until ``duration_us``, heal everything, drain until
+        ``duration_us + drain_us``. Stops early when the observer reports a violation or the
+        event budget runs out (``self.stopped`` / ``self.timed_out``)."""
+        self._validate_schedule()
+        self.timed_out = False
+        for sub in sorted(self.subs):
+            self._connect(sub)
+        for ev in self.workload.publishes:
+            if ev.at_us < duration_us:
+                self._push(ev.at_us, _PUBLISH, ev)
+        for i, ev in enumerate(self.schedule.events):
+            if ev.at_us < duration_us:
+                self._push(ev.at_us, _FAULT, i, "start")
+                for at, phase in self._end_phase_of(i):
+                    if at < duration_us:
+                        self._push(at, _FAULT, i, phase)
+        if self.binding.status_period_us > 0:
+            self._push(self.binding.status_period_us, _STATUS)
+        self._loop(duration_us)
+        if self.stopped:
+            return
+        self.now = max(self.now, duration_us)
+        self.heal_all()
+        self._loop(duration_us + drain_us)
+        self.now = max(self.now, duration_us + drain_us) if not self.stopped else self.now
+
+    def heal_all(self) -> None:
+        """End every active fault now, in event order."""
+        for i in sorted(i for i, on in self.active.items() if on):
+            ev = self.schedule.events[i]
+            if ev.kind in ("stall_broker", "stall_link") and self.now < ev.at_us + ev.stall_us:
+                # still stalling: the stall ends without the failure
+                if ev.kind == "stall_broker":
+                    self.nodes[ev.target].stalled = max(0, self.nodes[ev.target].stalled - 1)
+                else:
+                    self.links[ev.target].stalled = max(0, self.links[ev.target].stalled - 1)
+                self._rec(
+                    ev.target.split("|")[0],
+                    "fault",
+                    Fault(kind=ev.kind, target=ev.target, phase="end"),
+                )
+                self.active[i] = False
+                continue
+            self._fault(i, "end")
+
+    def _loop(self, until: int) -> None:
+        q = self._queue
+        nodes = self.nodes
+        while q and not self.stopped:
+            if q[0][0] > until:
+                return
+            if self.events >= self.max_events:
+                self.timed_out = True
+                self.stopped = True
+                return
+            item = heapq.heappop(q)
+            self.events += 1
+            self.now = item[0]
+            code = item[2]
+            if code == _ARRIVE:
+                _t, _s, _c, to, src, msg, epoch, wire = item
+                node = nodes[to]
+                link = self.links[link_name(src, to)]
+                if not node.alive or link.epoch != epoch:
+                    self._rec(
+                        to,
+                        "drop",
+                        Dropped(sender=src, to=to, msg=msg, wire=wire, reason="in flight"),
+                    )
+                    continue
+                self._input(node, Receive(sender=src, msg=msg))
+            elif code == _TIMER:
+                _t, _s, _c, name, key, gen, epoch = item
+                node = nodes[name]
+                if node.epoch != epoch or node.timers.get(key) != gen:
+                    continue
+                del node.timers[key]
+                self._input(node, TimerFired(key=key))
+            elif code == _PERSISTED:
+                _t, _s, _c, name, key, epoch = item
+                node = nodes[name]
+                if node.epoch != epoch or not node.alive:
+                    continue
+                inp = Persisted(key=key)
+                self._rec(name, "persisted", inp)
+                self._input(node, inp)
+            elif code == _PUBLISH:
+                ev = item[3]
+                host = self._host(ev.pubend)
+                node = nodes[host]
+                if not node.alive:
+                    continue
+                self._rec(
+                    host,
+                    "publish",
+                    Published(
+                        pubend=ev.pubend, index=ev.index, attributes=ev.attributes, size=ev.size
+                    ),
+                )
+                self._input(node, self.binding.publish_input(ev))
+            elif code == _FAULT:
+                self._fault(item[3], item[4])
+            else:  # _STATUS
+                for name in sorted(nodes):
+                    node = nodes[name]
+                    if not node.alive:
+                        continue
+                    for nb in node.neighbours:
+                        up = self._link_up(name, nb, self.links[link_name(name, nb)])
+                        self._input(node, LinkChanged(neighbour=nb, up=up))
+                self._push(self.now + self.binding.status_period_us, _STATUS)
+
+    def _host(self, pubend: str) -> str:
+        hosts = getattr(self, "_hosts", None)
+        if hosts is None:
+            hosts = dict(self.graph.graph["pubends"])
+            self._hosts = hosts
+        return str(hosts[pubend])
+
+    def wire_of(self, msg: Any) -> Wire:
+        """The binding's summary of ``msg`` (for tools that read traces)."""
+        return self.binding.wire(msg)
+
+
+# -------------------------------------------------------------------- one whole run
+
+
+def reference_matcher() -> Callable[[str, Any], bool]:
+    """The ``spec`` reference filter evaluator as ``matches(filter_text, attributes)``."""
+    import importlib
+
+    mod = importlib.import_module("gapless.spec.filters")
+    fn: Callable[[str, Any], bool] = mod.matches
+    return fn
+
+
+def check_context(
+    graph: nx.Graph, workload: Workload, binding: Binding, matches: Callable[[str, Any], bool]
+) -> Any:
+    """The invariants' :class:`~gapless.invariants.checker.CheckContext` for a run."""
+    from gapless.invariants.checker import CheckContext, SubscriptionInfo
+
+    return CheckContext(
+        subscriptions=tuple(
+            SubscriptionInfo(name=s.name, shb=s.shb, filter=s.filter, order=s.order)
+            for s in workload.subscriptions
+        ),
+        cell_of={n: str(d["cell"]) for n, d in sorted(graph.nodes(data=True))},
+        cell_tree=tuple(graph.graph["cell_tree"]),
+        pubend_host=dict(graph.graph["pubends"]),
+        merged=tuple(graph.graph.get("merged", ())),
+        roles={n: str(d["role"]) for n, d in sorted(graph.nodes(data=True))},
+        min_repetition_us=binding.min_repetition_us,
+        matches=matches,
+        logged=binding.logged,
+        payload_attributes=binding.payload_attributes,
+    )
+
+
+def simulate(
+    spec: Any,
+    schedule: FaultSchedule,
+    seed: int,
+    *,
+    record_trace: bool = False,
+    binding: Binding | None = None,
+    matches: Callable[[str, Any], bool] | None = None,
+) -> Any:
+    """Run ``spec`` (a :class:`~gapless.models.runner.RunSpec`) and judge it; returns a
+    :class:`~gapless.models.runner.RunOutcome`. ``binding`` and ``matches`` default to the
+    spec's protocol binding and the reference filter evaluator."""
+    from gapless.impl.trace import CountersBuilder
+    from gapless.invariants.checker import Checker
+    from gapless.models.runner import RunOutcome
+    from gapless.models.topology import topology
+    from gapless.models.workload import generate_workload
+
+    graph = topology(spec.topology)
+    workload = generate_workload(spec.workload, graph, duration_us=spec.duration_us, seed=seed)
+    if binding is None:
+        from gapless.models.gd_binding import make_binding
+
+        binding = make_binding(spec, graph, workload)
+    if matches is None:
+        matches = reference_matcher()
+    checker = Checker(check_context(graph, workload, binding, matches), spec.invariants)
+    online = bool(spec.online)
+
+    def publish_time(d: Deliver) -> int | None:
+        return checker.publish_time(d.pubend, d.tick)
+
+    counting = CountersBuilder(publish_time)
+
+    def observe(r: TraceRecord) -> bool:
+        stop = checker.observe(r)
+        counting.add(r)
+        return stop
+
+    world = World(
+        graph=graph,
+        workload=workload,
+        schedule=schedule,
+        seed=seed,
+        binding=binding,
+        observer=observe if online else None,
+        record=record_trace or not online,
+        max_events=spec.max_events,
+    )
+    world.run(duration_us=spec.duration_us, drain_us=spec.drain_us)
+    records = world.records
+    if not online:  # offline: judge the recorded trace now, with the same checker
+        for r in records:
+            checker.observe(r)
+            counting.add(r)
+    end = TraceRecord(seq=world._rseq, time=world.now, node="-", kind="fault", detail="end")
+    timed_out = world.timed_out and checker.violation is None
+    violation = checker.violation
+    if violation is None and not timed_out:
+        violation = checker.finish(end)
+    counters = counting.counters()
+    if violation is not None:
+        verdict, inv, expl = "violation", violation.invariant, violation.explain()
+    elif timed_out:
+        verdict, inv, expl = (
+            "timeout",
+            None,
+            f"event budget {spec.max_events} exhausted at {world.now}µs",
+        )
+    else:
+        verdict, inv, expl = "pass", None, ""
+    return RunOutcome(
+        verdict=verdict,
+        invariant=inv,
+        explanation=expl,
+        counters=counters,
+        trace_digest=world.digest.hexdigest(),
+        coverage=tuple(sorted(world.coverage.items())),
+        violation=violation,
+        trace=tuple(records) if record_trace else None,
+        events=world.events,
+        end_time_us=world.now,
+        fault_kinds=schedule.kinds,
+    )
