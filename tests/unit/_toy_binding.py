@@ -49,10 +49,10 @@ class ToyState:
     role: str
     down: tuple[str, ...]
     up: tuple[str, ...]
-    subs: PMap[str, int] = pmap()
-    seen: PMap[str, int] = pmap()
-    log: PMap[tuple[str, int], PMap[str, Any]] = pmap()
-    pending: PMap[Any, Any] = pmap()
+    subs: PMap[str, int] = attrs.field(factory=pmap)
+    seen: PMap[str, int] = attrs.field(factory=pmap)
+    log: PMap[tuple[str, int], PMap[str, Any]] = attrs.field(factory=pmap)
+    pending: PMap[Any, Any] = attrs.field(factory=pmap)
 
 
 class ToyBinding:

@@ -21,13 +21,13 @@ DELIVERY = ("safety", "order", "logged_first", "gapless", "exactly_once", "no_e"
 
 
 def _spec(**kw: object) -> RunSpec:
-    base = dict(
-        topology="two-broker",
-        workload=WorkloadSpec(rate_per_pubend=50.0, subscribers_per_shb=2),
-        duration_us=2_000_000,
-        drain_us=1_000_000,
-        invariants=DELIVERY,
-    )
+    base = {
+        "topology": "two-broker",
+        "workload": WorkloadSpec(rate_per_pubend=50.0, subscribers_per_shb=2),
+        "duration_us": 2_000_000,
+        "drain_us": 1_000_000,
+        "invariants": DELIVERY,
+    }
     base.update(kw)
     return RunSpec(**base)  # type: ignore[arg-type]
 
@@ -55,7 +55,8 @@ def test_clean_run_delivers_everything_once() -> None:
     assert out.counters.delivered == 200  # two subscribers
     # logging delay 100 ms plus one link hop of 1-1.2 ms
     assert 101_000 <= out.counters.latency_p50_us <= 101_300
-    assert out.coverage and all(label.startswith("toy:") for label, _ in out.coverage)
+    assert out.coverage
+    assert all(label.startswith("toy:") for label, _ in out.coverage)
 
 
 def test_same_seed_same_digest_other_seed_other_digest() -> None:
@@ -81,7 +82,8 @@ def test_drop_window_loses_messages_and_gapless_catches_it() -> None:
     assert out.verdict == "violation"
     assert out.invariant == "gapless"
     v = out.violation
-    assert v.subject in ("s1.u0", "s1.u1") and v.pubend == "P1"
+    assert v.subject in ("s1.u0", "s1.u1")
+    assert v.pubend == "P1"
     assert len(v.events) >= 2
 
 
@@ -112,7 +114,8 @@ def test_duplicates_and_reordering_reach_the_subscriber_side() -> None:
     assert dup.verdict == "pass", dup.explanation  # the toy SHB drops duplicates
     # reorder: the toy SHB discards late ticks, so some are never delivered (gapless)
     reo = _run(_spec(), (_ev("reorder", 0, 2_000_000, "p1|s1", max_delay_us=60_000),))
-    assert reo.verdict == "violation" and reo.invariant == "gapless"
+    assert reo.verdict == "violation"
+    assert reo.invariant == "gapless"
 
 
 def test_link_fail_stall_and_heal() -> None:
