@@ -33,7 +33,7 @@ from typing import Any, Final, final
 import attrs
 
 from gapless.spark_fuzz.config import CampaignConfig, canonical_json
-from gapless.spark_fuzz.execute import SeedResult, run_chunk, run_chunks
+from gapless.spark_fuzz.execute import SeedResult, prepare, run_chunk, run_chunks
 from gapless.spark_fuzz.store import CampaignStore, chunk_ranges, read_rows
 
 __all__ = [
@@ -130,15 +130,20 @@ def _execute_spark(
     commit: Callable[[int, int, list[SeedResult]], None],
     progress: Progress,
     timings: dict[str, float],
+    spark_context: Any = None,
 ) -> None:
     from gapless.spark_fuzz.session import start_spark
 
     started = time.perf_counter()
-    sc = start_spark(config.master)
-    timings["spark_startup_s"] = time.perf_counter() - started
+    sc = spark_context if spark_context is not None else start_spark(config.master)
     group = f"gapless-{config.campaign_id}-{time.time_ns()}"
     try:
         parallelism = max(1, int(sc.defaultParallelism))
+        # start-up includes the Python workers: start them and let each load the backend
+        sc.parallelize(range(parallelism), parallelism).map(
+            lambda _: len(prepare(config_json)) and 0
+        ).collect()
+        timings["spark_startup_s"] = time.perf_counter() - started
         in_flight = config.partitions or parallelism + 1
         rdd = sc.parallelize(chunks, len(chunks))
 
@@ -181,7 +186,8 @@ def _execute_spark(
             stop_polling.set()
         pool.shutdown(wait=True)
     finally:
-        sc.stop()
+        if spark_context is None:
+            sc.stop()
 
 
 def _pool_chunk(args: tuple[str, int, int]) -> tuple[int, int, list[SeedResult]]:
@@ -230,9 +236,12 @@ def run_campaign(
     executor: str = "spark",
     processes: int = 2,
     progress: Progress | None = None,
+    spark_context: Any = None,
 ) -> CampaignRun:
     """Run (or resume) ``config``; see the module docstring. ``KeyboardInterrupt`` stops it
-    cleanly: finished chunks stay committed and the result says ``interrupted``."""
+    cleanly: finished chunks stay committed and the result says ``interrupted``. Pass a
+    running ``spark_context`` to share one Spark session between campaigns (it is not
+    stopped)."""
     if executor not in EXECUTORS:
         raise ValueError(
             f"run_campaign: executor {executor!r} is not allowed; expected one of {EXECUTORS}"
@@ -263,7 +272,9 @@ def run_campaign(
         try:
             if chunks:
                 if executor == "spark":
-                    _execute_spark(config, config_json, chunks, commit, progress, timings)
+                    _execute_spark(
+                        config, config_json, chunks, commit, progress, timings, spark_context
+                    )
                 elif executor == "processes":
                     _execute_processes(config_json, chunks, commit, processes)
                 else:

@@ -1,0 +1,52 @@
+"""``gapless replay FILE``: re-run a counterexample and print its annotated timeline.
+
+Exit codes: 0 the violation was reproduced; 1 it was not; 2 bad input (a missing, malformed
+or truncated file; an unwritable ``--diagram`` path) — nothing written.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import click
+
+__all__ = ["replay"]
+
+
+@click.command()
+@click.argument("file", type=click.Path(dir_okay=False))
+@click.option(
+    "--diagram", type=click.Path(dir_okay=False), help="Write a Mermaid sequence diagram."
+)
+@click.option("--last", type=int, default=None, help="Show only the last N events (faults kept).")
+def replay(file: str, diagram: str | None, last: int | None) -> None:
+    """Re-run counterexample FILE deterministically; print the timeline to the violation."""
+    from gapless.spark_fuzz.counterexample import CounterexampleError, load_counterexample
+    from gapless.spark_fuzz.counterexample import replay as run_replay
+    from gapless.spark_fuzz.replay import format_timeline, mermaid
+
+    if last is not None and last < 1:
+        click.echo(f"gapless replay: --last {last} is not allowed; expected >= 1", err=True)
+        raise SystemExit(2)
+    if diagram is not None:
+        parent = Path(diagram).resolve().parent
+        if Path(diagram).is_dir() or not parent.is_dir() or not os.access(parent, os.W_OK):
+            click.echo(
+                f"gapless replay: --diagram {diagram!r} cannot be written; expected a file path "
+                "in an existing writable directory",
+                err=True,
+            )
+            raise SystemExit(2)
+    try:
+        cx = load_counterexample(file)
+    except CounterexampleError as exc:
+        click.echo(f"gapless replay: {exc}", err=True)
+        raise SystemExit(2) from None
+    replayed = run_replay(cx)
+    click.echo(format_timeline(replayed, last=last))
+    if diagram is not None:
+        Path(diagram).write_text(mermaid(replayed), encoding="utf-8")
+        click.echo(f"diagram: {diagram}")
+    if not replayed.reproduced:
+        raise SystemExit(1)

@@ -1,0 +1,261 @@
+"""The guaranteed-delivery backend: campaigns over ``gapless.models.runner`` [GD §2–4].
+
+Maps a campaign configuration to a :class:`~gapless.models.runner.RunSpec`:
+
+* ``topology`` -> ``RunSpec.topology`` (``gapless.models.topology.TOPOLOGIES``: GD Figure 3,
+  the total-order merge graph of Figure 1, the two-broker graph of §4.1);
+* ``variant`` -> ``RunSpec.variant`` (``"none"`` or a bug of ``gapless.spark_fuzz.zoo.ZOO``);
+* ``[workload]`` -> :class:`~gapless.models.workload.WorkloadSpec` fields, plus the run
+  parameters ``drain_s`` (quiet time after the faults before liveness is judged),
+  ``max_events`` (a deterministic event budget: exceeding it is verdict ``timeout``) and
+  ``online`` (check invariants while running);
+* ``[faults]`` -> :class:`~gapless.models.faults.FaultProfile` (``rates`` per simulated
+  second; an empty ``rates`` table means the world's ``DEFAULT_RATES``; ``swarm`` enables a
+  random subset of kinds per schedule);
+* ``duration_s`` -> ``RunSpec.duration_us``; ``invariants`` -> ``RunSpec.invariants``.
+
+Latencies in rows are milliseconds of virtual time; ``nack_range`` is in µs (ticks).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from typing import Any, Final, final
+
+import attrs
+
+from gapless.impl.errors import GaplessError
+from gapless.spark_fuzz.backend import Outcome
+
+__all__ = ["GDBackend"]
+
+_RUN_KEYS: Final = {
+    "drain_s": "simulated seconds of quiet after the faults: a number >= 0 (default 15)",
+    "max_events": "simulator event budget per run: an integer >= 1 (default 5000000)",
+    "online": "check invariants while running: true or false (default true)",
+}
+_WORKLOAD_KEYS: Final = {
+    "rate_per_pubend": "messages per simulated second per pubend: a number > 0 (default 25)",
+    "size": "message size in bytes: an integer >= 0 (default 100)",
+    "subscribers_per_shb": "an integer >= 0 (default 1)",
+    "filters": "'all', 'mixed' or 'keys' (default 'all')",
+    "keys": "distinct values of attribute k: an integer >= 1 (default 10)",
+    "jitter_us": "per-message publish jitter: an integer >= 0 (default 1000)",
+    "max_messages": "cap on messages per pubend: an integer >= 0 (default: none)",
+}
+
+
+def _ms(us: int | None) -> float:
+    return 0.0 if us is None else us / 1000.0
+
+
+def _wire(wire: Any) -> str:
+    parts = [wire.kind + ("(retransmitted)" if wire.retransmission else "")]
+    if wire.pubend is not None:
+        parts.append(f"pubend={wire.pubend}")
+    if wire.data_ticks:
+        parts.append("D@" + ",".join(str(t) for t in wire.data_ticks[:6]))
+    if wire.final_ranges:
+        parts.append("F" + ",".join(f"[{a},{b}]" for a, b in wire.final_ranges[:4]))
+    if wire.nack_ranges:
+        parts.append("nack" + ",".join(f"[{a},{b}]" for a, b in wire.nack_ranges[:4]))
+    if wire.upto is not None:
+        parts.append(f"T={wire.upto}")
+    return " ".join(parts)
+
+
+def _entry(record: Any) -> dict[str, Any]:
+    entry: dict[str, Any] = {"time": record.time, "node": record.node, "event": record.kind}
+    detail = record.detail
+    wire = getattr(detail, "wire", None)
+    if record.kind == "send" and wire is not None:
+        entry["to"] = detail.to
+        entry["detail"] = _wire(wire)
+    elif record.kind == "receive" and wire is not None:
+        entry["detail"] = f"from {detail.sender}: {_wire(wire)}"
+    elif record.kind == "drop" and wire is not None:
+        entry["detail"] = f"{detail.sender}->{detail.to} lost ({detail.reason}): {_wire(wire)}"
+    elif record.kind == "coverage":
+        entry["detail"] = str(detail)
+    else:
+        entry["detail"] = _detail(detail)
+    return entry
+
+
+def _detail(detail: Any) -> str:
+    if attrs.has(type(detail)):
+        fields = ", ".join(
+            f"{a.name}={getattr(detail, a.name)!r}" for a in attrs.fields(type(detail))
+        )
+        return f"{type(detail).__name__}({fields})"
+    return repr(detail)
+
+
+@final
+class GDBackend:
+    """The :class:`~gapless.spark_fuzz.backend.Backend` of protocol ``gd``."""
+
+    def topologies(self) -> Sequence[str]:
+        from gapless.models.topology import TOPOLOGIES
+
+        return tuple(sorted(TOPOLOGIES))
+
+    def variants(self) -> Sequence[str]:
+        try:
+            from gapless.spark_fuzz.zoo import ZOO  # type: ignore[import-not-found,unused-ignore]
+        except ImportError:
+            return ("none",)
+        return ("none", *sorted(ZOO))
+
+    def fault_kinds(self) -> Sequence[str]:
+        from gapless.models.faults import FAULT_KINDS
+
+        return tuple(FAULT_KINDS)
+
+    def invariants(self) -> Sequence[str]:
+        from gapless.invariants import INVARIANTS
+
+        return tuple(INVARIANTS)
+
+    def workload_keys(self) -> Mapping[str, str]:
+        return {**_WORKLOAD_KEYS, **_RUN_KEYS}
+
+    def make_spec(self, config: Any) -> Any:
+        from gapless.models.faults import DEFAULT_RATES, FaultProfile
+        from gapless.models.runner import RunSpec
+        from gapless.models.workload import WorkloadSpec
+
+        wl = dict(config.workload)
+        run_args: dict[str, Any] = {}
+        if "drain_s" in wl:
+            drain = wl.pop("drain_s")
+            if isinstance(drain, bool) or not isinstance(drain, int | float) or drain < 0:
+                raise ValueError(
+                    f"key 'workload.drain_s' = {drain!r}; expected {_RUN_KEYS['drain_s']}"
+                )
+            run_args["drain_us"] = round(drain * 1_000_000)
+        if "max_events" in wl:
+            budget = wl.pop("max_events")
+            if isinstance(budget, bool) or not isinstance(budget, int) or budget < 1:
+                raise ValueError(
+                    f"key 'workload.max_events' = {budget!r}; expected {_RUN_KEYS['max_events']}"
+                )
+            run_args["max_events"] = budget
+        if "online" in wl:
+            online = wl.pop("online")
+            if not isinstance(online, bool):
+                raise ValueError(f"key 'workload.online' = {online!r}; expected true or false")
+            run_args["online"] = online
+        for key, value in wl.items():
+            if isinstance(value, bool) and key != "online":
+                raise ValueError(
+                    f"key 'workload.{key}' = {value!r}; expected {_WORKLOAD_KEYS[key]}"
+                )
+        rates = dict(config.fault_rates)
+        if not rates and config.fault_profile == "rates":
+            rates = dict(DEFAULT_RATES)
+        try:
+            workload = WorkloadSpec(**wl)
+            faults = FaultProfile(
+                rates=tuple(sorted(rates.items())), swarm=config.fault_profile == "swarm"
+            )
+            return RunSpec(
+                protocol=config.protocol,
+                variant=config.variant,
+                topology=config.topology,
+                workload=workload,
+                faults=faults,
+                duration_us=round(config.duration_s * 1_000_000),
+                invariants=tuple(config.invariants),
+                **run_args,
+            )
+        except (GaplessError, TypeError) as exc:
+            raise ValueError(f"the run spec is not allowed: {exc}") from exc
+
+    def generate_schedule(self, spec: Any, seed: int) -> Any:
+        from gapless.models.runner import generate_schedule
+
+        return generate_schedule(spec, seed)
+
+    def run(self, spec: Any, schedule: Any, seed: int, *, record_trace: bool = False) -> Outcome:
+        from gapless.models.runner import clip_schedule, run
+
+        outcome = run(
+            spec, clip_schedule(schedule, spec.duration_us), seed, record_trace=record_trace
+        )
+        c = outcome.counters
+        timeline: tuple[Mapping[str, Any], ...] = ()
+        if outcome.trace is not None:
+            timeline = tuple(_entry(r) for r in outcome.trace)
+        explanation = outcome.explanation
+        violation_time = None
+        if outcome.violation is not None:
+            violation_time = outcome.violation.time
+            explanation = outcome.violation.explain()
+        return Outcome(
+            verdict=outcome.verdict,
+            invariant=outcome.invariant or "",
+            explanation=explanation,
+            published=c.published,
+            delivered=c.delivered,
+            nacks=c.nacks,
+            nack_range=c.nack_range_us,
+            retransmissions=c.retransmissions,
+            latency_p50=_ms(c.latency_p50_us),
+            latency_p99=_ms(c.latency_p99_us),
+            latency_max=_ms(c.latency_max_us),
+            trace_digest=outcome.trace_digest,
+            coverage=dict(outcome.coverage),
+            timeline=timeline,
+            violation_time=violation_time,
+        )
+
+    def schedule_events(self, schedule: Any) -> Sequence[Any]:
+        return tuple(schedule.events)
+
+    def with_events(self, schedule: Any, events: Sequence[Any]) -> Any:
+        return attrs.evolve(schedule, events=tuple(events))
+
+    def event_kind(self, event: Any) -> str:
+        return str(event.kind)
+
+    def shorten(self, spec: Any, *, duration_s: float | None, workload_scale: float | None) -> Any:
+        from gapless.models.runner import with_duration, with_max_messages
+
+        if duration_s is not None:
+            spec = with_duration(spec, max(1, round(duration_s * 1_000_000)))
+        if workload_scale is not None:
+            full = spec.workload.max_messages
+            if full is None:
+                full = int(spec.workload.rate_per_pubend * spec.duration_us / 1_000_000) + 1
+            spec = with_max_messages(spec, max(1, int(full * workload_scale)))
+        return spec
+
+    def spec_to_data(self, spec: Any) -> Any:
+        from gapless.models.runner import spec_to_dict
+
+        return spec_to_dict(spec)
+
+    def spec_from_data(self, data: Any) -> Any:
+        from gapless.models.runner import spec_from_dict
+
+        if not isinstance(data, dict):
+            raise ValueError(f"spec: expected an object, got {type(data).__name__}")
+        try:
+            return spec_from_dict(data)
+        except GaplessError as exc:
+            raise ValueError(str(exc)) from exc
+
+    def schedule_to_data(self, schedule: Any) -> Any:
+        from gapless.models.faults import unstructure
+
+        return unstructure(schedule)
+
+    def schedule_from_data(self, data: Any) -> Any:
+        from gapless.models.faults import from_json
+
+        try:
+            return from_json(json.dumps(data))
+        except GaplessError as exc:
+            raise ValueError(str(exc)) from exc
