@@ -25,7 +25,8 @@ about at most three values needs at most three payloads, and ``a`` vs ``b`` alre
   the closure of the F <=> A linkage [GD §2.1.1].
 
 ``python -m gapless.spec.lattices`` prints the generated Markdown blocks of
-``spec/lattices.md`` (Hasse diagrams and tables); a test checks the file holds exactly them.
+``spec/lattices.md`` (Hasse diagrams and tables); ``python -m gapless.spec.lattices
+spec/lattices.md`` regenerates them in place; a test checks the file holds exactly them.
 
 >>> join("D(a)", "F"), join("D(a)", "D(b)"), meet("D*(a)", "S"), meet("D(a)", "S")
 ('D*(a)', 'E', 'F', 'L')
@@ -75,6 +76,7 @@ __all__ = [
     "payload",
     "recompose",
     "release",
+    "update_blocks",
     "upstream",
 ]
 
@@ -413,7 +415,7 @@ def _merge_table() -> str:
 
 
 def _link_table() -> str:
-    rows = [[k, *(" ".join(link(k, c)) for c in CURIOSITY)] for k in KNOWLEDGE]
+    rows = [[k, *("({}, {})".format(*link(k, c)) for c in CURIOSITY)] for k in KNOWLEDGE]
     return _table(["link(k, c)", *CURIOSITY], rows)
 
 
@@ -439,10 +441,45 @@ def generated_blocks() -> dict[str, str]:
     return dict(sorted(blocks.items()))
 
 
-def _main() -> None:  # pragma: no cover - exercised by hand
-    for name, text in generated_blocks().items():
-        print(f"<!-- BEGIN generated: {name} -->\n{text}\n<!-- END generated: {name} -->\n")
+_BLOCK_BEGIN: Final = "<!-- BEGIN generated: {} -->"
+_BLOCK_END: Final = "<!-- END generated: {} -->"
+
+
+def update_blocks(text: str) -> str:
+    """``text`` with every generated block (between its BEGIN/END markers) regenerated.
+
+    Raises ``ValueError`` for a marker that names no block or a block the text lacks, so
+    ``spec/lattices.md`` always holds each of :func:`generated_blocks` exactly once.
+    """
+    for name, body in generated_blocks().items():
+        begin, end = _BLOCK_BEGIN.format(name), _BLOCK_END.format(name)
+        if text.count(begin) != 1 or text.count(end) != 1:
+            raise ValueError(f"update_blocks: block {name!r} must appear exactly once")
+        head, rest = text.split(begin)
+        _old, tail = rest.split(end)
+        text = f"{head}{begin}\n{body}\n{end}{tail}"
+    known = set(generated_blocks())
+    for line in text.splitlines():
+        if line.startswith("<!-- BEGIN generated: "):
+            name = line.removeprefix("<!-- BEGIN generated: ").removesuffix(" -->")
+            if name not in known:
+                raise ValueError(f"update_blocks: unknown generated block {name!r}")
+    return text
+
+
+def _main(argv: Sequence[str]) -> None:  # pragma: no cover - exercised by hand
+    """Print every block, or with a path, regenerate that file's blocks in place."""
+    if not argv:
+        for name, text in generated_blocks().items():
+            print(f"{_BLOCK_BEGIN.format(name)}\n{text}\n{_BLOCK_END.format(name)}\n")
+        return
+    with open(argv[0], encoding="utf-8") as fh:
+        text = fh.read()
+    with open(argv[0], "w", encoding="utf-8") as fh:
+        fh.write(update_blocks(text))
 
 
 if __name__ == "__main__":  # pragma: no cover
-    _main()
+    import sys
+
+    _main(sys.argv[1:])

@@ -825,6 +825,20 @@ def _link_claims() -> list[Obligation]:
                 named[:2],
             ),
         ),
+        Obligation(
+            name="horizons_agree_without_L",
+            kind="law",
+            statement="on linked pairs with k ≠ L: (c = A ∨ k = D) ⇔ k ≠ Q, so the two doubt "
+            "horizons differ only at unacknowledged L ticks",
+            source="[GD §2.3], [DUR §4.1]",
+            claim=lambda a: (
+                z3.Implies(
+                    z3.And(linked(pk, pc), z3.Not(K.is_L(pk))),
+                    z3.Or(pc == A, K.is_D(pk)) == z3.Not(K.is_Q(pk)),
+                ),
+                named[:2],
+            ),
+        ),
     ]
 
 

@@ -167,3 +167,19 @@ def test_merge3_encoding_matches_reference() -> None:
     # merge is commutative (proved: merge_is_a_fold), so sorted triples cover every case
     for xs in itertools.combinations_with_replacement(sp.KNOWLEDGE, 3):
         assert same(pf.k_merge([enc(x) for x in xs]), enc(sp.merge_values(xs))), xs
+
+
+def test_every_fact_is_documented() -> None:
+    from pathlib import Path
+
+    md = (Path(__file__).resolve().parents[2] / "spec" / "lattices.md").read_text("utf-8")
+    missing = [o.name for o in pf.obligations() if o.kind == "fact" and f"`{o.name}`" not in md]
+    assert missing == []
+
+
+def test_proofs_doctests() -> None:
+    import doctest
+
+    result = doctest.testmod(pf)
+    assert result.attempted >= 2
+    assert result.failed == 0
