@@ -284,11 +284,12 @@ class Checker:
         return self.violation is not None
 
     def _on_deliver(self, r: TraceRecord) -> bool:
+        """Judge a delivery. Each check that is switched off lets the others still run."""
         d: Deliver = r.detail
         sub, pubend, tick = d.subscriber, d.pubend, d.tick
         c = self.conns.get(sub)
         if c is None or not c.live or c.n != d.connection or c.shb != r.node:
-            return self._fail(
+            if self._fail(
                 "safety",
                 sub,
                 f"delivered on connection {d.connection} at {r.node}, which is not a live "
@@ -296,45 +297,40 @@ class Checker:
                 r,
                 pubend=pubend,
                 tick=tick,
-            )
+            ):
+                return True
+            if c is None or c.n != d.connection:
+                return False
         entry = self.logged.get(pubend, {}).get(tick)
-        if entry is None:
-            return self._fail(
-                "logged_first",
-                sub,
-                f"tick {tick} of {pubend} delivered before its pubend durably logged it",
-                r,
-                pubend=pubend,
-                tick=tick,
-                events=(self._persist_record(pubend, tick),),
-            )
-        attrs_, _lt, lrec = entry
-        got = self.ctx.payload_attributes(d.payload)
-        if got is not None and dict(got) != dict(attrs_):
-            return self._fail(
-                "no_e",
-                sub,
-                f"delivered payload {dict(got)!r} differs from the logged {dict(attrs_)!r} "
-                "(D(a) ⊔ D(b) = E)",
-                r,
-                pubend=pubend,
-                tick=tick,
-                events=(lrec,),
-            )
-        seen = c.seen.setdefault(pubend, set())
-        prev_rec = c.records.get(pubend)
-        if tick in seen:
-            return self._fail(
-                "exactly_once",
-                sub,
-                f"tick {tick} of {pubend} delivered twice on connection {c.n}",
-                r,
-                pubend=pubend,
-                tick=tick,
-                events=(prev_rec,),
-            )
-        if not self._matches(c.filter, pubend, tick):
-            return self._fail(
+        if entry is None and self._fail(
+            "logged_first",
+            sub,
+            f"tick {tick} of {pubend} delivered before its pubend durably logged it",
+            r,
+            pubend=pubend,
+            tick=tick,
+            events=(self._persist_record(pubend, tick),),
+        ):
+            return True
+        if entry is not None:
+            attrs_, _lt, lrec = entry
+            got = self.ctx.payload_attributes(d.payload)
+            if (
+                got is not None
+                and dict(got) != dict(attrs_)
+                and self._fail(
+                    "no_e",
+                    sub,
+                    f"delivered payload {dict(got)!r} differs from the logged {dict(attrs_)!r} "
+                    "(D(a) ⊔ D(b) = E)",
+                    r,
+                    pubend=pubend,
+                    tick=tick,
+                    events=(lrec,),
+                )
+            ):
+                return True
+            if not self._matches(c.filter, pubend, tick) and self._fail(
                 "safety",
                 sub,
                 f"message {dict(attrs_)!r} does not match the filter {c.filter!r}",
@@ -342,20 +338,35 @@ class Checker:
                 pubend=pubend,
                 tick=tick,
                 events=(lrec,),
-            )
+            ):
+                return True
+        seen = c.seen.setdefault(pubend, set())
+        prev_rec = c.records.get(pubend)
+        if tick in seen and self._fail(
+            "exactly_once",
+            sub,
+            f"tick {tick} of {pubend} delivered twice on connection {c.n}",
+            r,
+            pubend=pubend,
+            tick=tick,
+            events=(prev_rec,),
+        ):
+            return True
         last = c.last.get(pubend, -1)
-        if tick <= last:
-            return self._fail(
-                "order",
-                sub,
-                f"tick {tick} of {pubend} delivered after tick {last} (publisher order)",
-                r,
-                pubend=pubend,
-                tick=tick,
-                events=(prev_rec,),
-            )
-        if pubend in self.merged and tick <= c.last_any:
-            return self._fail(
+        if tick <= last and self._fail(
+            "order",
+            sub,
+            f"tick {tick} of {pubend} delivered after tick {last} (publisher order)",
+            r,
+            pubend=pubend,
+            tick=tick,
+            events=(prev_rec,),
+        ):
+            return True
+        if (
+            pubend in self.merged
+            and tick <= c.last_any
+            and self._fail(
                 "total_order",
                 sub,
                 f"tick {tick} of {pubend} delivered after tick {c.last_any} of the merged stream",
@@ -363,17 +374,19 @@ class Checker:
                 pubend=pubend,
                 tick=tick,
             )
-        # gapless: matching logged ticks between the previous delivery and this one
-        ticks = self.logged_sorted.get(pubend, [])
-        lo = bisect.bisect_right(ticks, last)
-        hi = bisect.bisect_left(ticks, tick)
-        for t in ticks[lo:hi]:
-            if last < 0:
-                pt = self.publish_time(pubend, t)
-                if pt is None or pt <= c.start:
-                    continue
-            if self._matches(c.filter, pubend, t):
-                return self._fail(
+        ):
+            return True
+        if self.on["gapless"] and tick > last:
+            # matching logged ticks between the previous delivery and this one
+            ticks = self.logged_sorted.get(pubend, [])
+            lo = bisect.bisect_right(ticks, last)
+            hi = bisect.bisect_left(ticks, tick)
+            for t in ticks[lo:hi]:
+                if last < 0:
+                    pt = self.publish_time(pubend, t)
+                    if pt is None or pt <= c.start:
+                        continue
+                if self._matches(c.filter, pubend, t) and self._fail(
                     "gapless",
                     sub,
                     f"tick {tick} of {pubend} delivered but the matching tick {t} before it "
@@ -383,12 +396,14 @@ class Checker:
                     pubend=pubend,
                     tick=t,
                     events=(prev_rec, self.logged[pubend][t][2]),
-                )
+                ):
+                    return True
         seen.add(tick)
-        c.last[pubend] = tick
-        if pubend in self.merged:
+        if tick > last:
+            c.last[pubend] = tick
+            c.records[pubend] = r
+        if pubend in self.merged and tick > c.last_any:
             c.last_any = tick
-        c.records[pubend] = r
         return False
 
     def _persist_record(self, pubend: str, tick: int) -> TraceRecord | None:
