@@ -15,6 +15,7 @@ import click
 
 BENCHMARKS: dict[str, str] = {
     "streams": "gapless.benchmarks.streams",
+    "spark": "gapless.benchmarks.spark",
 }
 
 

@@ -1,0 +1,92 @@
+"""Campaign configuration: flags override the file, the id is a digest, bad input is named."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from spark_helpers import FAKE
+
+from gapless.spark_fuzz.config import CampaignConfigError, load_config
+
+pytestmark = pytest.mark.usefixtures("fake_path")
+
+
+def _write(tmp_path: Path, text: str) -> Path:
+    path = tmp_path / "c.toml"
+    path.write_text(text)
+    return path
+
+
+def test_flags_override_the_file(tmp_path: Path) -> None:
+    path = _write(
+        tmp_path,
+        f'backend = "{FAKE}"\nschedules = 10\nseed = 3\nvariant = "buggy"\n'
+        '[workload]\nmessages = 20\n[faults]\nprofile = "swarm"\n[faults.rates]\ncrash = 0.5\n',
+    )
+    config = load_config(path, {"schedules": 99, "seed": None})
+    assert config.schedules == 99
+    assert config.seed == 3
+    assert config.variant == "buggy"
+    assert config.workload == {"messages": 20}
+    assert config.fault_profile == "swarm"
+    assert config.fault_rates == {"crash": 0.5}
+    assert config.seeds() == range(3, 102)
+
+
+def test_campaign_id_is_a_digest_of_the_identity(tmp_path: Path) -> None:
+    a = load_config(None, {"backend": FAKE, "schedules": 10})
+    b = load_config(None, {"backend": FAKE, "schedules": 20, "out": str(tmp_path)})
+    c = load_config(None, {"backend": FAKE, "schedules": 10, "variant": "buggy"})
+    assert a.campaign_id == b.campaign_id  # more schedules extend the same campaign
+    assert a.campaign_id != c.campaign_id
+    assert a.campaign_id.startswith("c-") and len(a.campaign_id) == 14
+    assert load_config(None, {"backend": FAKE, "id": "mine"}).campaign_id == "mine"
+
+
+@pytest.mark.parametrize(
+    ("overrides", "fragments"),
+    [
+        ({"schedules": 0}, ["'schedules'", "0", "integer >= 1"]),
+        ({"schedules": "many"}, ["'schedules'", "'many'"]),
+        ({"seed": -1}, ["'seed'", "-1", ">= 0"]),
+        ({"duration_s": 0}, ["'duration_s'", "> 0"]),
+        ({"master": "yarn"}, ["'master'", "'yarn'", "spark://HOST:PORT"]),
+        ({"id": "bad id!"}, ["'id'", "'bad id!'", "letters"]),
+        ({"variant": "nope"}, ["'variant'", "'nope'", "none, buggy"]),
+        ({"topology": "ring"}, ["'topology'", "'ring'", "fig3"]),
+        ({"faults": {"profile": "chaos"}}, ["faults.profile", "'chaos'", "swarm"]),
+        ({"faults": {"rates": {"meteor": 1.0}}}, ["meteor", "crash, drop, delay"]),
+        ({"faults": {"rates": {"crash": -1}}}, ["faults.rates.crash", "-1", ">= 0"]),
+        ({"workload": {"colour": 1}}, ["workload.colour", "messages"]),
+        ({"workload": {"messages": -3}}, ["workload.messages", "-3"]),
+        ({"invariants": ["sanity"]}, ["'invariants'", "'sanity'", "gapless"]),
+    ],
+)
+def test_bad_values_are_named_with_what_is_allowed(
+    overrides: dict[str, object], fragments: list[str]
+) -> None:
+    with pytest.raises(CampaignConfigError) as info:
+        load_config(None, {"backend": FAKE, **overrides})
+    for fragment in fragments:
+        assert fragment in str(info.value), (fragment, str(info.value))
+
+
+def test_unknown_protocol_and_keys(tmp_path: Path) -> None:
+    with pytest.raises(CampaignConfigError, match=r"'protocol' = 'zmq'.*gd"):
+        load_config(None, {"protocol": "zmq"})
+    with pytest.raises(CampaignConfigError, match=r"unknown key 'shedules'.*schedules"):
+        load_config(_write(tmp_path, "shedules = 3\n"))
+    with pytest.raises(CampaignConfigError, match=r"not valid TOML"):
+        load_config(_write(tmp_path, "schedules = = 3\n"))
+    with pytest.raises(CampaignConfigError, match=r"cannot be read"):
+        load_config(tmp_path / "missing.toml")
+    with pytest.raises(CampaignConfigError, match=r"'backend'.*cannot import"):
+        load_config(None, {"backend": "no_such_module:Backend"})
+
+
+def test_the_demo_campaign_file_is_valid() -> None:
+    demo = Path(__file__).resolve().parents[2] / "campaigns" / "demo.toml"
+    config = load_config(demo)
+    assert config.protocol == "gd"
+    assert config.schedules >= 100
