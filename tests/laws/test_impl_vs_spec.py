@@ -5,13 +5,12 @@ from __future__ import annotations
 import itertools
 
 import pytest
+from _lattice_values import cur, to_impl, to_spec
 
 from gapless.impl import curiosity as ic
 from gapless.impl import knowledge as ik
 from gapless.impl import transfer as it
 from gapless.spec import lattices as sp
-
-from ._values import cur, to_impl, to_spec
 
 PAIRS = list(itertools.product(sp.KNOWLEDGE, repeat=2))
 PREDICATES = {

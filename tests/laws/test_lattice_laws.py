@@ -6,6 +6,7 @@ import doctest
 import itertools
 from collections.abc import Callable
 
+from _lattice_values import CURIOSITIES, SAMPLES_3, curiosity, knowledge
 from hypothesis import given
 
 import gapless.invariants.laws as laws_module
@@ -20,8 +21,6 @@ from gapless.invariants.laws import (
     product_leq,
 )
 from gapless.spec import lattices as sp
-
-from ._values import CURIOSITIES, SAMPLES_3, curiosity, knowledge
 
 k_leq = ik.KNOWLEDGE.leq
 

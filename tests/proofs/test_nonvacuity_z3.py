@@ -1,6 +1,6 @@
 """Non-vacuity on the Z3 side: each broken variant has the laws it breaks refuted.
 
-The Python side (law checkers and Hypothesis) is ``tests/laws/test_nonvacuity.py``.
+The Python side (law checkers and Hypothesis) is ``tests/laws/test_lattice_nonvacuity.py``.
 """
 
 from __future__ import annotations
