@@ -194,7 +194,7 @@ def _assign(
         mv.append(x)
         last = x
     if lo == 0 and (mv[0] is fin or mv[0] == fin):
-        p = ms[1]
+        p = ms[1] if len(ms) > 1 else s[hi]
         del ms[0], mv[0]
     return p, s[:lo] + tuple(ms) + s[hi:], v[:lo] + tuple(mv) + v[hi:]
 
@@ -249,7 +249,8 @@ def _edit(
     """
     changed = False
     if a < p:
-        if fn(fin) is fin:
+        f0 = fn(fin)
+        if f0 is fin or f0 == fin:
             a = p  # the collapsed prefix is unaffected
             if a >= b1:
                 return None
@@ -303,7 +304,7 @@ def _edit(
             mv.append(x)
         hi = j + 1
     if lo == 0 and (mv[0] is fin or mv[0] == fin):
-        p = ms[1]
+        p = ms[1] if len(ms) > 1 else s[hi]
         del ms[0], mv[0]
     return p, s[:lo] + tuple(ms) + s[hi:], v[:lo] + tuple(mv) + v[hi:]
 
