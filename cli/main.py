@@ -23,6 +23,7 @@ COMMANDS: dict[str, tuple[str, str, str | None]] = {
     "replay": ("gapless.cli.replay_cmd", "replay", None),
     "report": ("gapless.cli.report_cmd", "report", "report"),
     "zoo": ("gapless.cli.zoo_cmd", "zoo", "fuzz"),
+    "simulate": ("gapless.cli.simulate_cmd", "simulate", None),
 }
 
 _EXTRA_OF_MODULE = {

@@ -7,7 +7,8 @@ whose edges are physical links. Everything else is graph data, so a topology can
 drawn, compared and converted to a role's own topology value:
 
 * node attributes: ``role`` (``"phb"``, ``"ib"`` or ``"shb"``) and ``cell`` (the virtual
-  broker the physical broker belongs to [GD §3]);
+  broker the physical broker belongs to [GD §3]; a PHB or SHB is a cell of its own, named
+  after the broker);
 * edge attributes: ``kind`` (``"tree"`` for a link between cells, ``"cell"`` between two
   brokers of one cell, used for sideways routing [GD §3.1]);
 * graph attributes: ``name``; ``pubends`` (sorted ``(pubend, host broker)`` pairs);
@@ -16,7 +17,7 @@ drawn, compared and converted to a role's own topology value:
   merged into one totally ordered stream [GD §2.3, Figure 1]).
 
 Two topologies ship: ``fig3`` (GD Figure 3: p1; b1, b2 in cell IB1; b3, b4 in IB2; s1, s2
-under IB1; s3–s5 under IB2; every intermediate broker linked to p1; four pubends P1–P4 at p1)
+under IB1; s3–s5 under IB2; every intermediate broker linked to p1; four pubends P0–P3 at p1)
 and ``total-order`` (like GD Figure 1's Topic 2: pubends T1 at p1 and T2 at p2 merged into
 one total order, through cell IB1 = b1, b2, to s1 and s2).
 
@@ -93,46 +94,46 @@ def _build(
 def fig3() -> nx.Graph:
     """GD Figure 3: the 10-broker, 8-cell network of the failure experiments [GD §4.2]."""
     cells = {
-        "P1": ("phb", ("p1",)),
+        "p1": ("phb", ("p1",)),
         "IB1": ("ib", ("b1", "b2")),
         "IB2": ("ib", ("b3", "b4")),
-        "S1": ("shb", ("s1",)),
-        "S2": ("shb", ("s2",)),
-        "S3": ("shb", ("s3",)),
-        "S4": ("shb", ("s4",)),
-        "S5": ("shb", ("s5",)),
+        "s1": ("shb", ("s1",)),
+        "s2": ("shb", ("s2",)),
+        "s3": ("shb", ("s3",)),
+        "s4": ("shb", ("s4",)),
+        "s5": ("shb", ("s5",)),
     }
     tree = [
-        ("P1", "IB1"),
-        ("P1", "IB2"),
-        ("IB1", "S1"),
-        ("IB1", "S2"),
-        ("IB2", "S3"),
-        ("IB2", "S4"),
-        ("IB2", "S5"),
+        ("p1", "IB1"),
+        ("p1", "IB2"),
+        ("IB1", "s1"),
+        ("IB1", "s2"),
+        ("IB2", "s3"),
+        ("IB2", "s4"),
+        ("IB2", "s5"),
     ]
-    pubs = [("P1", "p1"), ("P2", "p1"), ("P3", "p1"), ("P4", "p1")]
+    pubs = [("P0", "p1"), ("P1", "p1"), ("P2", "p1"), ("P3", "p1")]
     return _build("fig3", cells, tree, pubs, "publisher")
 
 
 def total_order() -> nx.Graph:
     """Two pubends on two PHBs merged into one total order, like GD Figure 1's Topic 2."""
     cells = {
-        "P1": ("phb", ("p1",)),
-        "P2": ("phb", ("p2",)),
+        "p1": ("phb", ("p1",)),
+        "p2": ("phb", ("p2",)),
         "IB1": ("ib", ("b1", "b2")),
-        "S1": ("shb", ("s1",)),
-        "S2": ("shb", ("s2",)),
+        "s1": ("shb", ("s1",)),
+        "s2": ("shb", ("s2",)),
     }
-    tree = [("P1", "IB1"), ("P2", "IB1"), ("IB1", "S1"), ("IB1", "S2")]
+    tree = [("p1", "IB1"), ("p2", "IB1"), ("IB1", "s1"), ("IB1", "s2")]
     pubs = [("T1", "p1"), ("T2", "p2")]
     return _build("total-order", cells, tree, pubs, "total", merged=("T1", "T2"))
 
 
 def two_broker() -> nx.Graph:
     """GD §4.1's asymmetric configuration: one PHB ``p1`` (pubend P1) and one SHB ``s1``."""
-    cells = {"P1": ("phb", ("p1",)), "S1": ("shb", ("s1",))}
-    return _build("two-broker", cells, [("P1", "S1")], [("P1", "p1")], "publisher")
+    cells = {"p1": ("phb", ("p1",)), "s1": ("shb", ("s1",))}
+    return _build("two-broker", cells, [("p1", "s1")], [("P0", "p1")], "publisher")
 
 
 TOPOLOGIES: Final[dict[str, Callable[[], nx.Graph]]] = {

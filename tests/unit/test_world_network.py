@@ -83,7 +83,7 @@ def test_drop_window_loses_messages_and_gapless_catches_it() -> None:
     assert out.invariant == "gapless"
     v = out.violation
     assert v.subject in ("s1.u0", "s1.u1")
-    assert v.pubend == "P1"
+    assert v.pubend == "P0"
     assert len(v.events) >= 2
 
 
