@@ -33,6 +33,7 @@ Sorts are declared once, at import time (a Z3 sort name can be declared once per
 
 from __future__ import annotations
 
+import re
 import time
 from collections.abc import Callable, Sequence
 from typing import Any, Final, Literal, final
@@ -368,9 +369,20 @@ def _show(value: Expr) -> str:
     return str(value).replace("Dstar(", "D*(")
 
 
+_PAYLOAD_IN_DATA: Final = re.compile(r"(D\*?)\((-?\d+)\)")
+
+
 def _witness(model: Expr, named: Sequence[tuple[str, Expr]]) -> str:
-    parts = [f"{n} = {_show(model.eval(v, model_completion=True))}" for n, v in named]
-    return ", ".join(parts)
+    """``x = D(a), y = D*(b), z = S``: Z3's integer payloads renamed a, b, c... in order of
+    first appearance (only equality of payloads matters to every law)."""
+    text = ", ".join(f"{n} = {_show(model.eval(v, model_completion=True))}" for n, v in named)
+    letters: dict[str, str] = {}
+
+    def rename(m: re.Match[str]) -> str:
+        letter = letters.setdefault(m.group(2), "abcdefghij"[len(letters) % 10])
+        return f"{m.group(1)}({letter})"
+
+    return _PAYLOAD_IN_DATA.sub(rename, text)
 
 
 def run(obligation: Obligation, algebra: Algebra = PAPER) -> Outcome:
@@ -894,6 +906,16 @@ def _fact_claims() -> list[Obligation]:
             "[GD §2.1, Figure 2]",
             "proved",
             lambda a: (z3.Implies(_one_payload(x, y, z), _distributive(a)), XYZ),
+        ),
+        _fact(
+            "knowledge_distributive_without_data",
+            "distributivity on the payload-free values Q, L, F, S, E",
+            "[GD §2.1, Figure 2], [DUR §3]",
+            "proved",
+            lambda a: (
+                z3.Implies(z3.Not(z3.Or([is_data(v) for v in (x, y, z)])), _distributive(a)),
+                XYZ,
+            ),
         ),
         _fact(
             "naive_curiosity_rule_monotone",

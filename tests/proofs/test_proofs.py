@@ -27,11 +27,11 @@ def parse_witness(text: str) -> dict[str, str]:
 
 
 def knowledge(text: str) -> ik.Knowledge:
-    """``D*(5)`` -> impl's DSTAR(5) (impl takes any payload, so Z3's integers will do)."""
+    """``D*(a)`` -> impl's DSTAR("a")."""
     plain = {"Q": ik.Q, "L": ik.L, "F": ik.F, "S": ik.S, "E": ik.E}
     if text in plain:
         return plain[text]
-    payload = int(text[text.index("(") + 1 : -1])
+    payload = text[text.index("(") + 1 : -1]
     return ik.DSTAR(payload) if text.startswith("D*") else ik.D(payload)
 
 
