@@ -15,7 +15,7 @@ link status) and the minimum nack repetition interval the conformance invariants
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from typing import Any, Protocol
 
 from gapless.impl.effects import Effect, Persist
@@ -62,6 +62,6 @@ class Binding(Protocol):
         """The attributes of a delivered payload (None when it carries none)."""
         ...
 
-    def coverage(self, before: Any, after: Any, inp: Input) -> Iterable[str]:
-        """Lattice-transition labels the step ``before -> after`` exercised."""
-        ...
+    # Optional (looked up with getattr): ``coverage(before, after, input) -> Iterable[str]``
+    # labels a state change; ``effect_label(effect) -> str | None`` labels a protocol-specific
+    # effect (e.g. GD's ``Observe``) that the world counts as coverage instead of rejecting.

@@ -186,7 +186,7 @@ def metrics(scenario: Scenario, outcome: RunOutcome, brokers: tuple[str, ...]) -
     latest: dict[str, int] = {}
     for (sub, conn), _t in conn_start.items():
         latest[sub] = max(latest.get(sub, -1), conn)
-    for (sub, conn, _p), ticks in delivered.items():
+    for ticks in delivered.values():
         seen: set[int] = set()
         last = -1
         for t in ticks:

@@ -68,7 +68,7 @@ from gapless.impl.trace import (
 from gapless.models.binding import Binding
 from gapless.models.faults import FaultEvent, FaultSchedule, derive_seed
 from gapless.models.topology import link_name
-from gapless.models.workload import Workload
+from gapless.models.workload import PublishEvent, Workload
 
 __all__ = ["Observer", "World"]
 
@@ -131,6 +131,9 @@ class World:
         self.binding = binding
         self.workload = workload
         self.schedule = schedule
+        self.fault_events: list[FaultEvent] = list(schedule.events)
+        self.timed_out = False
+        self._started = False
         self.observer = observer
         self.record = record
         self.records: list[TraceRecord] = []
@@ -161,6 +164,9 @@ class World:
         self.delay = binding.link_delay_us
         self.jitter = binding.link_jitter_us
         self._has_coverage = hasattr(binding, "coverage")
+        self._effect_label: Callable[[Any], str | None] | None = getattr(
+            binding, "effect_label", None
+        )
 
     # ---------------------------------------------------------------- plumbing
 
@@ -209,7 +215,11 @@ class World:
         elif t is Rejected:
             self._rec(node.name, "rejected", eff)
         else:
-            self._rec(node.name, "rejected", Rejected(reason=f"unknown effect {t.__name__}"))
+            label = self._effect_label(eff) if self._effect_label is not None else None
+            if label is not None:
+                self.coverage[label] = self.coverage.get(label, 0) + 1
+            else:
+                self._rec(node.name, "rejected", Rejected(reason=f"unknown effect {t.__name__}"))
 
     def _link_up(self, a: str, b: str, link: _Link) -> bool:
         return link.down == 0 and self.nodes[a].alive and self.nodes[b].alive
@@ -345,7 +355,7 @@ class World:
         return sorted(link_name(a, b) for a, b in self.graph.edges if (a in side) != (b in side))
 
     def _fault(self, index: int, phase: str) -> None:
-        ev = self.schedule.events[index]
+        ev = self.fault_events[index]
         k, tgt = ev.kind, ev.target
         if phase == "start":
             if index in self.active:
@@ -403,63 +413,89 @@ class World:
             self.active[index] = True
 
     def _end_phase_of(self, index: int) -> list[tuple[int, str]]:
-        ev = self.schedule.events[index]
+        ev = self.fault_events[index]
         if ev.kind in ("stall_broker", "stall_link"):
             return [(ev.at_us + ev.stall_us, "fail"), (ev.end_us, "end")]
         return [(ev.end_us, "end")]
 
     # ---------------------------------------------------------------- main loop
 
-    def _validate_schedule(self) -> None:
+    def _validate_event(self, ev: FaultEvent) -> None:
         from gapless.impl.errors import ProtocolMisuse
 
-        for ev in self.schedule.events:
-            if ev.kind in ("crash", "stall_broker") and ev.target not in self.nodes:
-                raise ProtocolMisuse(f"World: fault {ev.kind} targets unknown broker {ev.target!r}")
-            if ev.kind in ("link_fail", "stall_link", "drop", "duplicate", "reorder") and (
-                ev.target not in self.links
-            ):
-                raise ProtocolMisuse(f"World: fault {ev.kind} targets unknown link {ev.target!r}")
-            if ev.kind == "disconnect" and ev.target not in self.subs:
-                raise ProtocolMisuse(
-                    f"World: fault disconnect targets unknown subscriber {ev.target!r}"
-                )
-            if ev.kind == "partition":
-                bad = [n for n in ev.target.split(",") if n not in self.nodes]
-                if bad:
-                    raise ProtocolMisuse(f"World: partition names unknown brokers {bad!r}")
+        if ev.kind in ("crash", "stall_broker") and ev.target not in self.nodes:
+            raise ProtocolMisuse(f"World: fault {ev.kind} targets unknown broker {ev.target!r}")
+        if ev.kind in ("link_fail", "stall_link", "drop", "duplicate", "reorder") and (
+            ev.target not in self.links
+        ):
+            raise ProtocolMisuse(f"World: fault {ev.kind} targets unknown link {ev.target!r}")
+        if ev.kind == "disconnect" and ev.target not in self.subs:
+            raise ProtocolMisuse(
+                f"World: fault disconnect targets unknown subscriber {ev.target!r}"
+            )
+        if ev.kind == "partition":
+            bad = [n for n in ev.target.split(",") if n not in self.nodes]
+            if bad:
+                raise ProtocolMisuse(f"World: partition names unknown brokers {bad!r}")
+
+    def start(self, *, duration_us: int) -> None:
+        """Connect the subscribers and queue the workload's publishes and the schedule's
+        faults that start before ``duration_us`` (and their phases before it)."""
+        for ev in self.fault_events:
+            self._validate_event(ev)
+        self._started = True
+        self._duration = duration_us
+        for sub in sorted(self.subs):
+            self._connect(sub)
+        for pub in self.workload.publishes:
+            if pub.at_us < duration_us:
+                self._push(pub.at_us, _PUBLISH, pub)
+        for i in range(len(self.fault_events)):
+            self._queue_fault(i, duration_us)
+        if self.binding.status_period_us > 0:
+            self._push(self.binding.status_period_us, _STATUS)
+
+    def _queue_fault(self, i: int, duration_us: int) -> None:
+        ev = self.fault_events[i]
+        if ev.at_us < duration_us:
+            self._push(max(ev.at_us, self.now), _FAULT, i, "start")
+            for at, phase in self._end_phase_of(i):
+                if at < duration_us:
+                    self._push(max(at, self.now), _FAULT, i, phase)
+
+    def add_fault(self, ev: FaultEvent) -> int:
+        """Add a fault event during a run (stateful tests); returns its index."""
+        self._validate_event(ev)
+        self.fault_events.append(ev)
+        i = len(self.fault_events) - 1
+        self._queue_fault(i, self._duration)
+        return i
+
+    def add_publish(self, ev: PublishEvent) -> None:
+        """Queue one more published message (stateful tests)."""
+        self._push(max(ev.at_us, self.now), _PUBLISH, ev)
+
+    def advance(self, until_us: int) -> None:
+        """Process every event up to virtual time ``until_us`` (or until stopped)."""
+        self._loop(until_us)
+        if not self.stopped:
+            self.now = max(self.now, until_us)
 
     def run(self, *, duration_us: int, drain_us: int) -> None:
         """Publish and inject faults until ``duration_us``, heal everything, drain until
         ``duration_us + drain_us``. Stops early when the observer reports a violation or the
         event budget runs out (``self.stopped`` / ``self.timed_out``)."""
-        self._validate_schedule()
-        self.timed_out = False
-        for sub in sorted(self.subs):
-            self._connect(sub)
-        for ev in self.workload.publishes:
-            if ev.at_us < duration_us:
-                self._push(ev.at_us, _PUBLISH, ev)
-        for i, ev in enumerate(self.schedule.events):
-            if ev.at_us < duration_us:
-                self._push(ev.at_us, _FAULT, i, "start")
-                for at, phase in self._end_phase_of(i):
-                    if at < duration_us:
-                        self._push(at, _FAULT, i, phase)
-        if self.binding.status_period_us > 0:
-            self._push(self.binding.status_period_us, _STATUS)
-        self._loop(duration_us)
+        self.start(duration_us=duration_us)
+        self.advance(duration_us)
         if self.stopped:
             return
-        self.now = max(self.now, duration_us)
         self.heal_all()
-        self._loop(duration_us + drain_us)
-        self.now = max(self.now, duration_us + drain_us) if not self.stopped else self.now
+        self.advance(duration_us + drain_us)
 
     def heal_all(self) -> None:
         """End every active fault now, in event order."""
         for i in sorted(i for i, on in self.active.items() if on):
-            ev = self.schedule.events[i]
+            ev = self.fault_events[i]
             if ev.kind in ("stall_broker", "stall_link") and self.now < ev.at_us + ev.stall_us:
                 # still stalling: the stall ends without the failure
                 if ev.kind == "stall_broker":

@@ -1,0 +1,136 @@
+"""The guaranteed-delivery protocol (``gapless.impl.gd``) bound to the world [GD §2–4].
+
+Theory of operation
+-------------------
+:class:`GDBinding` adapts the GD roles to :class:`~gapless.models.binding.Binding`:
+
+* the networkx topology (:mod:`gapless.models.topology`) and the workload's subscriptions
+  become a :class:`~gapless.impl.gd.topology.GDTopology` (:func:`to_gd_topology`): roles
+  upper-cased, cells and links as they are, pubends with their hosts, the cell tree as cell
+  edges, subscribers with their filters and — for a total-order topology — the merge group
+  ``"total"`` of the merged pubends [GD §2.3, Figure 1];
+* configuration: :class:`~gapless.impl.gd.config.GDConfig` with the run's overrides
+  (``RunSpec.config``); its documented link delay, jitter and link-status period drive the
+  network, its minimum repetition interval the nack-consolidation invariant;
+* policy: the variant's policy (``RunSpec.variant``; ``"none"`` is the paper's);
+* decoders: a ``Persist`` whose value carries a ``data`` (:class:`~gapless.impl.gd.messages.Data`)
+  logs that message; a delivered payload is a ``Data`` whose ``attributes`` the invariants
+  compare with the logged ones; :func:`gapless.impl.gd.messages.wire` summarises messages;
+* coverage: ``Observe`` effects (emitted when ``GDConfig.coverage`` is on) name lattice
+  transitions; the world counts them.
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Mapping
+from typing import Any, final
+
+import attrs
+import networkx as nx
+
+from gapless.impl.effects import Effect, Persist
+from gapless.impl.inputs import Publish
+from gapless.impl.trace import Wire
+from gapless.models.workload import PublishEvent, Workload
+
+__all__ = ["GDBinding", "logged_tick", "make_binding", "to_gd_topology"]
+
+
+def _gd() -> Any:
+    return importlib.import_module("gapless.impl.gd")
+
+
+def to_gd_topology(graph: nx.Graph, workload: Workload) -> Any:
+    """The roles' ``GDTopology`` for ``graph`` with the workload's subscribers."""
+    from gapless.impl.gd.topology import GDTopology, SubscriberSpec
+
+    merged = tuple(graph.graph.get("merged", ()))
+    subs = {
+        s.name: SubscriberSpec(
+            shb=s.shb, filter=s.filter, group="total" if (s.order == "total" and merged) else None
+        )
+        for s in workload.subscriptions
+    }
+    return GDTopology(
+        brokers={
+            n: (str(d["role"]).upper(), str(d["cell"])) for n, d in sorted(graph.nodes(data=True))
+        },
+        links=sorted(tuple(sorted(e)) for e in graph.edges),
+        pubends=dict(graph.graph["pubends"]),
+        cell_edges=list(graph.graph["cell_tree"]),
+        subscribers=subs,
+        groups={"total": merged} if merged else {},
+    )
+
+
+def logged_tick(persist: Persist) -> tuple[str, int, Mapping[str, Any]] | None:
+    """``(pubend, tick, attributes)`` of the message a pubend's ``Persist`` logs, else None."""
+    data = getattr(persist.value, "data", None)
+    if data is None or not hasattr(data, "tick"):
+        return None
+    return str(data.pubend), int(data.tick), data.attributes
+
+
+@final
+class GDBinding:
+    """GD roles as the world drives them (see module doc)."""
+
+    def __init__(self, topology: Any, config: Any, policy: Any) -> None:
+        gd = _gd()
+        self.topology = topology
+        self.config = config
+        self.policy = policy
+        self.handle = gd.handle
+        self.crash = gd.crash
+        self._observe = getattr(gd, "Observe", None)
+        self.link_delay_us = int(config.link_delay_us)
+        self.link_jitter_us = int(config.link_jitter_us)
+        self.status_period_us = int(config.link_status_period_us)
+        self.min_repetition_us = int(config.min_repetition_us)
+        from gapless.impl.gd.messages import wire
+
+        self.wire = wire
+
+    def initial_states(self) -> dict[str, Any]:
+        states: dict[str, Any] = dict(_gd().initial_states(self.topology, self.config, self.policy))
+        return states
+
+    def publish_input(self, event: PublishEvent) -> Publish:
+        return Publish(pubend=event.pubend, attributes=event.attributes, size=event.size)
+
+    def logged(self, persist: Persist) -> tuple[str, int, Mapping[str, Any]] | None:
+        return logged_tick(persist)
+
+    def payload_attributes(self, payload: Any) -> Mapping[str, Any] | None:
+        attrs_ = getattr(payload, "attributes", None)
+        return attrs_ if isinstance(attrs_, Mapping) else None
+
+    def effect_label(self, effect: Effect | Any) -> str | None:
+        """The coverage label of an ``Observe`` effect (None for any other effect)."""
+        if self._observe is not None and isinstance(effect, self._observe):
+            return str(effect.label)
+        return None
+
+    def wire_of(self, msg: Any) -> Wire:
+        result: Wire = self.wire(msg)
+        return result
+
+
+def make_binding(spec: Any, graph: nx.Graph, workload: Workload) -> GDBinding:
+    """The binding of ``spec`` (a ``RunSpec``): its variant's policy, its config overrides."""
+    from gapless.impl.gd.config import GDConfig
+    from gapless.models.runner import resolve_policy
+
+    overrides = dict(spec.config)
+    if "coverage" not in overrides:
+        overrides["coverage"] = True
+    try:
+        config = GDConfig(**overrides)
+    except TypeError as exc:
+        from gapless.impl.errors import ProtocolMisuse
+
+        fields = ", ".join(a.name for a in attrs.fields(GDConfig))
+        raise ProtocolMisuse(f"RunSpec.config: {exc}; allowed keys: {fields}") from exc
+    policy = resolve_policy(spec.protocol, spec.variant)
+    return GDBinding(to_gd_topology(graph, workload), config, policy)
