@@ -40,7 +40,8 @@ def test_campaign_id_is_a_digest_of_the_identity(tmp_path: Path) -> None:
     c = load_config(None, {"backend": FAKE, "schedules": 10, "variant": "buggy"})
     assert a.campaign_id == b.campaign_id  # more schedules extend the same campaign
     assert a.campaign_id != c.campaign_id
-    assert a.campaign_id.startswith("c-") and len(a.campaign_id) == 14
+    assert a.campaign_id.startswith("c-")
+    assert len(a.campaign_id) == 14
     assert load_config(None, {"backend": FAKE, "id": "mine"}).campaign_id == "mine"
 
 

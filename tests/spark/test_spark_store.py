@@ -58,7 +58,6 @@ def test_commit_is_atomic_and_never_duplicates(tmp_path: Path) -> None:
             store.commit(0, 4, run_chunk(cj, 0, 4))
         with pytest.raises(Exception, match="one row per seed"):
             store.commit(5, 9, run_chunk(cj, 5, 8))
-        assert not list((store.root / "_tmp").glob("*/*.parquet")) or True
         root = store.root
     # the driver died between a rename and the manifest update: the manifest is rebuilt
     manifest = json.loads((root / "_manifest.json").read_text())

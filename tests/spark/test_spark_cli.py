@@ -1,0 +1,114 @@
+"""The commands end to end (subprocesses): fuzz, replay, report, zoo; bad input exits 2 and
+writes nothing."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from spark_helpers import FAKE, gapless
+
+
+def _config(tmp_path: Path, extra: str = "") -> Path:
+    path = tmp_path / "c.toml"
+    path.write_text(
+        f'backend = "{FAKE}"\nschedules = 30\nduration_s = 3.0\nout = "{tmp_path / "out"}"\n'
+        + extra
+    )
+    return path
+
+
+def _tree(path: Path) -> list[str]:
+    return sorted(str(p.relative_to(path)) for p in path.rglob("*")) if path.exists() else []
+
+
+def test_fuzz_json_summary_replay_and_report(tmp_path: Path) -> None:
+    config = _config(tmp_path, 'variant = "buggy"\n')
+    proc = gapless("fuzz", "--config", str(config), "--executor", "loop", "--json")
+    assert proc.returncode == 1, proc.stderr  # violations found
+    summary = json.loads(proc.stdout)
+    for key in ("schedules", "passed", "failed", "errors", "timeouts"):
+        assert isinstance(summary[key], int)
+    assert summary["schedules"] == 30
+    assert summary["failed"] > 0
+    assert summary["passed"] + summary["failed"] == 30
+    assert summary["by_invariant"] == {"gapless": summary["failed"]}
+    assert summary["counterexamples"]
+    cx = summary["counterexamples"][0]
+    diagram = tmp_path / "d.mmd"
+    proc = gapless("replay", cx, "--diagram", str(diagram))
+    assert proc.returncode == 0, proc.stderr
+    assert "VIOLATION at" in proc.stdout
+    assert diagram.read_text().startswith("sequenceDiagram")
+    proc = gapless("report", str(tmp_path / "out"))
+    assert proc.returncode == 0, proc.stderr
+    page = (tmp_path / "out" / "report" / "index.html").read_text()
+    assert "seed-" in page
+    assert len(list((tmp_path / "out" / "report").glob("*.png"))) == 4
+
+
+def test_correct_variant_exits_zero_and_flags_override(tmp_path: Path) -> None:
+    config = _config(tmp_path)
+    proc = gapless(
+        "fuzz",
+        "--config",
+        str(config),
+        "--executor",
+        "loop",
+        "--schedules",
+        "12",
+        "--campaign-id",
+        "small",
+        "--json",
+    )
+    assert proc.returncode == 0, proc.stderr
+    summary = json.loads(proc.stdout)
+    assert summary["schedules"] == 12
+    assert summary["campaign_id"] == "small"
+    assert summary["failed"] == 0
+
+
+def test_bad_input_exits_2_and_writes_nothing(tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    cases = [
+        ("fuzz", "--config", str(_config(tmp_path)), "--schedules", "0"),
+        ("fuzz", "--config", str(_config(tmp_path)), "--variant", "nope"),
+        ("fuzz", "--config", str(_config(tmp_path)), "--master", "yarn://x"),
+        ("fuzz", "--protocol", "nope", "--out", str(out)),
+        ("fuzz", "--config", str(tmp_path / "missing.toml")),
+        ("replay", str(tmp_path / "missing.json")),
+        ("report", str(tmp_path)),
+    ]
+    for args in cases:
+        proc = gapless(*args)
+        assert proc.returncode == 2, (args, proc.stdout, proc.stderr)
+        assert "allowed" in proc.stderr or "expected" in proc.stderr, (args, proc.stderr)
+        assert "Traceback" not in proc.stderr
+    assert not out.exists()
+    blocker = tmp_path / "blocker"
+    blocker.write_text("keep")
+    proc = gapless("fuzz", "--config", str(_config(tmp_path)), "--out", str(blocker / "x"))
+    assert proc.returncode == 2
+    assert "is a file" in proc.stderr
+    assert blocker.read_text() == "keep"
+    truncated = tmp_path / "t.json"
+    truncated.write_text('{"format": "gapless-counterexample/1", "se')
+    before = _tree(tmp_path)
+    proc = gapless("replay", str(truncated), "--diagram", str(tmp_path / "d.mmd"))
+    assert proc.returncode == 2
+    assert "not valid JSON" in proc.stderr
+    assert _tree(tmp_path) == before
+
+
+def test_zoo_reports_every_bug_and_the_correct_protocol(tmp_path: Path) -> None:
+    config = _config(tmp_path)
+    proc = gapless("zoo", "--config", str(config), "--executor", "loop", "--json")
+    assert proc.returncode == 0, proc.stderr
+    results = json.loads(proc.stdout)
+    assert [r["bug"] for r in results] == ["buggy", "none"]
+    buggy, none = results
+    assert buggy["detected"] is True
+    assert buggy["schedules_to_detect"] >= 1
+    assert buggy["shrunk_fault_events"] == 2
+    assert none["detected"] is False
+    assert none["schedules_to_detect"] is None
