@@ -4,6 +4,7 @@ every seed's row is still there exactly once, with the verdicts of a local run."
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
@@ -125,10 +126,8 @@ class Cluster:
                 timeout=60,
                 check=False,
             )
-            try:
+            with contextlib.suppress(ProcessLookupError):
                 os.kill(pid, signal.SIGKILL)  # only the pid we started, if still there
-            except ProcessLookupError:
-                pass
 
 
 @pytest.fixture
