@@ -4,6 +4,7 @@ the correct protocol (issue 4 §4)."""
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 import pytest
@@ -26,7 +27,7 @@ def test_reduced_zoo_detects_every_bug(tmp_path: Path) -> None:
         "--master",
         "local[2]",
         "--json",
-        env=env,
+        env=dict(os.environ),
         timeout=900,
     )
     assert proc.stdout, proc.stderr
