@@ -70,7 +70,7 @@ from gapless.models.faults import FaultEvent, FaultSchedule, derive_seed
 from gapless.models.topology import link_name
 from gapless.models.workload import PublishEvent, Workload
 
-__all__ = ["Observer", "World"]
+__all__ = ["Observer", "Run", "World", "check_context", "reference_matcher", "simulate"]
 
 # event codes (ints: cheap to compare in the heap)
 _ARRIVE: Final = 0
@@ -134,6 +134,7 @@ class World:
         self.fault_events: list[FaultEvent] = list(schedule.events)
         self.timed_out = False
         self._started = False
+        self.publishing = True
         self.observer = observer
         self.record = record
         self.records: list[TraceRecord] = []
@@ -492,6 +493,10 @@ class World:
         self.heal_all()
         self.advance(duration_us + drain_us)
 
+    def stop_publishing(self) -> None:
+        """Publish nothing more (the drain phase of a stateful test)."""
+        self.publishing = False
+
     def heal_all(self) -> None:
         """End every active fault now, in event order."""
         for i in sorted(i for i, on in self.active.items() if on):
@@ -553,6 +558,8 @@ class World:
                 self._rec(name, "persisted", inp)
                 self._input(node, inp)
             elif code == _PUBLISH:
+                if not self.publishing:
+                    continue
                 ev = item[3]
                 host = self._host(ev.pubend)
                 node = nodes[host]
@@ -625,6 +632,106 @@ def check_context(
     )
 
 
+@final
+class Run:
+    """A world wired to its checker and counters (what :func:`simulate` drives; stateful
+    tests drive it step by step)."""
+
+    def __init__(
+        self,
+        spec: Any,
+        schedule: FaultSchedule,
+        seed: int,
+        *,
+        record_trace: bool = False,
+        binding: Binding | None = None,
+        matches: Callable[[str, Any], bool] | None = None,
+    ) -> None:
+        from gapless.impl.trace import CountersBuilder
+        from gapless.invariants.checker import Checker
+        from gapless.models.topology import topology
+        from gapless.models.workload import generate_workload
+
+        self.spec = spec
+        self.schedule = schedule
+        self.record_trace = record_trace
+        graph = topology(spec.topology)
+        workload = generate_workload(spec.workload, graph, duration_us=spec.duration_us, seed=seed)
+        if binding is None:
+            from gapless.models.gd_binding import make_binding
+
+            binding = make_binding(spec, graph, workload)
+        if matches is None:
+            matches = reference_matcher()
+        self.binding = binding
+        self.checker = checker = Checker(
+            check_context(graph, workload, binding, matches), spec.invariants
+        )
+        self.online = online = bool(spec.online)
+
+        def publish_time(d: Deliver) -> int | None:
+            return checker.publish_time(d.pubend, d.tick)
+
+        self.counting = counting = CountersBuilder(publish_time)
+
+        def observe(r: TraceRecord) -> bool:
+            stop = checker.observe(r)
+            counting.add(r)
+            return stop
+
+        self.world = World(
+            graph=graph,
+            workload=workload,
+            schedule=schedule,
+            seed=seed,
+            binding=binding,
+            observer=observe if online else None,
+            record=record_trace or not online,
+            max_events=spec.max_events,
+        )
+
+    def outcome(self) -> Any:
+        """Judge the run as it stands (offline checking and liveness included) and return
+        its :class:`~gapless.models.runner.RunOutcome`."""
+        from gapless.models.runner import RunOutcome
+
+        world, checker, spec = self.world, self.checker, self.spec
+        records = world.records
+        if not self.online:  # offline: judge the recorded trace now, with the same checker
+            for r in records:
+                checker.observe(r)
+                self.counting.add(r)
+        end = TraceRecord(seq=world._rseq, time=world.now, node="-", kind="fault", detail="end")
+        timed_out = world.timed_out and checker.violation is None
+        violation = checker.violation
+        if violation is None and not timed_out:
+            violation = checker.finish(end)
+        counters = self.counting.counters()
+        if violation is not None:
+            verdict, inv, expl = "violation", violation.invariant, violation.explain()
+        elif timed_out:
+            verdict, inv, expl = (
+                "timeout",
+                None,
+                f"event budget {spec.max_events} exhausted at {world.now}µs",
+            )
+        else:
+            verdict, inv, expl = "pass", None, ""
+        return RunOutcome(
+            verdict=verdict,
+            invariant=inv,
+            explanation=expl,
+            counters=counters,
+            trace_digest=world.digest.hexdigest(),
+            coverage=tuple(sorted(world.coverage.items())),
+            violation=violation,
+            trace=tuple(records) if self.record_trace else None,
+            events=world.events,
+            end_time_us=world.now,
+            fault_kinds=tuple(sorted({e.kind for e in world.fault_events})),
+        )
+
+
 def simulate(
     spec: Any,
     schedule: FaultSchedule,
@@ -637,75 +744,6 @@ def simulate(
     """Run ``spec`` (a :class:`~gapless.models.runner.RunSpec`) and judge it; returns a
     :class:`~gapless.models.runner.RunOutcome`. ``binding`` and ``matches`` default to the
     spec's protocol binding and the reference filter evaluator."""
-    from gapless.impl.trace import CountersBuilder
-    from gapless.invariants.checker import Checker
-    from gapless.models.runner import RunOutcome
-    from gapless.models.topology import topology
-    from gapless.models.workload import generate_workload
-
-    graph = topology(spec.topology)
-    workload = generate_workload(spec.workload, graph, duration_us=spec.duration_us, seed=seed)
-    if binding is None:
-        from gapless.models.gd_binding import make_binding
-
-        binding = make_binding(spec, graph, workload)
-    if matches is None:
-        matches = reference_matcher()
-    checker = Checker(check_context(graph, workload, binding, matches), spec.invariants)
-    online = bool(spec.online)
-
-    def publish_time(d: Deliver) -> int | None:
-        return checker.publish_time(d.pubend, d.tick)
-
-    counting = CountersBuilder(publish_time)
-
-    def observe(r: TraceRecord) -> bool:
-        stop = checker.observe(r)
-        counting.add(r)
-        return stop
-
-    world = World(
-        graph=graph,
-        workload=workload,
-        schedule=schedule,
-        seed=seed,
-        binding=binding,
-        observer=observe if online else None,
-        record=record_trace or not online,
-        max_events=spec.max_events,
-    )
-    world.run(duration_us=spec.duration_us, drain_us=spec.drain_us)
-    records = world.records
-    if not online:  # offline: judge the recorded trace now, with the same checker
-        for r in records:
-            checker.observe(r)
-            counting.add(r)
-    end = TraceRecord(seq=world._rseq, time=world.now, node="-", kind="fault", detail="end")
-    timed_out = world.timed_out and checker.violation is None
-    violation = checker.violation
-    if violation is None and not timed_out:
-        violation = checker.finish(end)
-    counters = counting.counters()
-    if violation is not None:
-        verdict, inv, expl = "violation", violation.invariant, violation.explain()
-    elif timed_out:
-        verdict, inv, expl = (
-            "timeout",
-            None,
-            f"event budget {spec.max_events} exhausted at {world.now}µs",
-        )
-    else:
-        verdict, inv, expl = "pass", None, ""
-    return RunOutcome(
-        verdict=verdict,
-        invariant=inv,
-        explanation=expl,
-        counters=counters,
-        trace_digest=world.digest.hexdigest(),
-        coverage=tuple(sorted(world.coverage.items())),
-        violation=violation,
-        trace=tuple(records) if record_trace else None,
-        events=world.events,
-        end_time_us=world.now,
-        fault_kinds=schedule.kinds,
-    )
+    run = Run(spec, schedule, seed, record_trace=record_trace, binding=binding, matches=matches)
+    run.world.run(duration_us=spec.duration_us, drain_us=spec.drain_us)
+    return run.outcome()

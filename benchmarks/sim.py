@@ -1,0 +1,153 @@
+"""``gapless bench sim``: the cost of GD over best effort, and simulator speed (issue 3 §7).
+
+1. [GD §4.1]'s two-broker workload for 10 simulated seconds: 2,000 msgs/s into the PHB,
+   250-byte messages, subscribers with equality filters ``k == i % 1000`` on one attribute
+   (so each receives 2 msgs/s; the SHB matches them through an index, not a scan), with 100,
+   1,000 and 10,000 subscribers; GD and best-effort (``GDConfig.best_effort``) side by side,
+   online invariants off. Keys ``gd_extra_us_per_msg_N`` (GD minus best-effort CPU µs per
+   published message), ``gd_overhead_ratio_N`` (GD over best-effort CPU time) and
+   ``matching_share`` (fraction of the 10,000-subscriber GD run's CPU time spent in
+   ``FilterIndex.match``). The paper's claim: GD's extra cost stays constant as subscribers grow.
+2. GD Figure 3 at the paper's rates (4 pubends x 25 msgs/s) for 60 simulated seconds, 20
+   subscribers per SHB matching everything, the configuration's defaults: simulated seconds per
+   wall second with every invariant checked online (``sim_speedup_fig3``) and unchecked
+   (``sim_speedup_fig3_unchecked``); ``events_per_s`` is simulator events per wall second of
+   the unchecked run (one core).
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from gapless.benchmarks._targets import target
+
+__all__ = ["run"]
+
+_S = 1_000_000
+
+
+def _two_broker_cpu(
+    subscribers: int, best_effort: bool, *, time_matching: bool = False
+) -> dict[str, float]:
+    from gapless.models.faults import FaultSchedule
+    from gapless.models.gd_binding import make_binding
+    from gapless.models.runner import RunSpec
+    from gapless.models.topology import topology
+    from gapless.models.workload import WorkloadSpec, generate_workload
+    from gapless.models.world import World
+
+    spec = RunSpec(
+        topology="two-broker",
+        workload=WorkloadSpec(
+            rate_per_pubend=2000.0,
+            size=250,
+            subscribers_per_shb=subscribers,
+            filters="keys",
+            keys=1000,
+            jitter_us=0,
+        ),
+        duration_us=10 * _S,
+        drain_us=1 * _S,
+        online=False,
+        config=(("best_effort", best_effort), ("coverage", False)),
+    )
+    g = topology(spec.topology)
+    wl = generate_workload(spec.workload, g, duration_us=spec.duration_us, seed=1)
+    binding = make_binding(spec, g, wl)
+    world = World(graph=g, workload=wl, schedule=FaultSchedule(seed=1), seed=1, binding=binding)
+    matching = [0.0]
+    restore = None
+    if time_matching:
+        from gapless.impl import filters
+
+        original = filters.FilterIndex.match
+
+        def timed(self: Any, attributes: Any) -> Any:
+            t0 = time.process_time()
+            try:
+                return original(self, attributes)
+            finally:
+                matching[0] += time.process_time() - t0
+
+        filters.FilterIndex.match = timed  # type: ignore[method-assign]
+        restore = (filters, original)
+    try:
+        t0 = time.process_time()
+        world.run(duration_us=spec.duration_us, drain_us=spec.drain_us)
+        cpu = time.process_time() - t0
+    finally:
+        if restore is not None:
+            restore[0].FilterIndex.match = restore[1]  # type: ignore[method-assign]
+    published = len([p for p in wl.publishes if p.at_us < spec.duration_us])
+    return {"cpu_s": cpu, "published": float(published), "matching_s": matching[0]}
+
+
+def _fig3(online: bool) -> dict[str, float]:
+    from gapless.models.faults import FaultSchedule
+    from gapless.models.runner import RunSpec
+    from gapless.models.workload import WorkloadSpec
+    from gapless.models.world import simulate
+
+    spec = RunSpec(
+        topology="fig3",
+        workload=WorkloadSpec(rate_per_pubend=25.0, size=100, subscribers_per_shb=20),
+        duration_us=60 * _S,
+        drain_us=0,
+        online=online,
+        invariants=() if online else ("safety",),
+    )
+    t0 = time.perf_counter()
+    if online:
+        out = simulate(spec, FaultSchedule(seed=1), 1)
+        events = out.events
+    else:
+        from gapless.models.gd_binding import make_binding
+        from gapless.models.topology import topology
+        from gapless.models.workload import generate_workload
+        from gapless.models.world import World
+
+        g = topology(spec.topology)
+        wl = generate_workload(spec.workload, g, duration_us=spec.duration_us, seed=1)
+        world = World(
+            graph=g,
+            workload=wl,
+            schedule=FaultSchedule(seed=1),
+            seed=1,
+            binding=make_binding(spec, g, wl),
+        )
+        world.run(duration_us=spec.duration_us, drain_us=0)
+        events = world.events
+    wall = time.perf_counter() - t0
+    return {"wall_s": wall, "events": float(events), "speedup": 60.0 / wall}
+
+
+def run() -> dict[str, Any]:
+    """Run the benchmark (about a minute or two on this machine) and return its figures."""
+    result: dict[str, Any] = {}
+    extra: dict[int, float] = {}
+    for n in (100, 1000, 10000):
+        be = _two_broker_cpu(n, True)
+        gd = _two_broker_cpu(n, False, time_matching=(n == 10000))
+        per = gd["published"]
+        extra[n] = (gd["cpu_s"] - be["cpu_s"]) / per * 1e6
+        result[f"gd_extra_us_per_msg_{n}"] = round(extra[n], 3)
+        result[f"gd_overhead_ratio_{n}"] = round(gd["cpu_s"] / be["cpu_s"], 4)
+        result[f"gd_cpu_s_{n}"] = round(gd["cpu_s"], 4)
+        result[f"be_cpu_s_{n}"] = round(be["cpu_s"], 4)
+        if n == 10000:
+            result["matching_share"] = round(gd["matching_s"] / gd["cpu_s"], 4)
+    checked = _fig3(True)
+    unchecked = _fig3(False)
+    result["sim_speedup_fig3"] = round(checked["speedup"], 3)
+    result["sim_speedup_fig3_unchecked"] = round(unchecked["speedup"], 3)
+    result["events_per_s"] = round(unchecked["events"] / unchecked["wall_s"], 1)
+    # "extra cost at 10,000 subscribers within 15% of that at 100": |extra_10000/extra_100 - 1|
+    change = abs(extra[10000] / extra[100] - 1.0) if extra[100] > 0 else float("inf")
+    result["gd_extra_change_10000_vs_100"] = round(change, 4)
+    result["targets"] = {
+        "gd_extra_change_10000_vs_100": target(round(change, 4), 0.15, at_least=False),
+        "gd_overhead_ratio_10000": target(result["gd_overhead_ratio_10000"], 1.5, at_least=False),
+        "sim_speedup_fig3": target(result["sim_speedup_fig3"], 50.0, at_least=True),
+    }
+    return result
