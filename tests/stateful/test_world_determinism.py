@@ -28,7 +28,8 @@ from gapless.models.faults import to_json
 spec = spec_from_dict(json.loads(sys.argv[1]))
 schedule = generate_schedule(spec, int(sys.argv[2]))
 out = run(spec, schedule, int(sys.argv[2]))
-print(json.dumps({"digest": out.trace_digest, "verdict": out.verdict, "schedule": to_json(schedule)}))
+doc = {"digest": out.trace_digest, "verdict": out.verdict, "schedule": to_json(schedule)}
+print(json.dumps(doc))
 """
 
 
