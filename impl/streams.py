@@ -432,14 +432,15 @@ class _RunStream(Generic[V]):
                 return self
             v: tuple[Any, ...] = self._v
             if a > tail:
-                return self._make(self._p, (*s, a, b1), (*v, value, bottom))
+                # Tuple concatenation copies once; (*s, a) would copy three times.
+                return self._make(self._p, s + (a, b1), v + (value, bottom))  # noqa: RUF005
             if len(s) > 1:
                 prev = v[-2]
                 if prev is value or (prev.kind is value.kind and prev == value):
-                    return self._make(self._p, (*s[:-1], b1), v)
+                    return self._make(self._p, s[:-1] + (b1,), v)  # noqa: RUF005
             elif value is self._FINAL or value == self._FINAL:
                 return self._make(b1, (b1,), v)
-            return self._make(self._p, (*s[:-1], a, b1), (*v[:-1], value, bottom))
+            return self._make(self._p, s[:-1] + (a, b1), v[:-1] + (value, bottom))  # noqa: RUF005
         r = _edit(self._p, s, self._v, self._FINAL, a, b1, _joiner(value, self._BOTTOM))
         return self if r is None else self._make(*r)
 
