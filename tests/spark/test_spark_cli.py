@@ -112,3 +112,45 @@ def test_zoo_reports_every_bug_and_the_correct_protocol(tmp_path: Path) -> None:
     assert buggy["shrunk_fault_events"] == 2
     assert none["detected"] is False
     assert none["schedules_to_detect"] is None
+
+
+def test_sigint_keeps_finished_chunks_and_resume_completes(tmp_path: Path) -> None:
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    from spark_helpers import fake_env
+
+    out = tmp_path / "out"
+    config = _config(
+        tmp_path, 'id = "int"\nchunk_size = 5\nshrink = false\n[workload]\nwork_ms = 20\n'
+    )
+    config.write_text(config.read_text().replace("schedules = 30", "schedules = 100"))
+    bin_ = str(Path(sys.executable).parent / "gapless")
+    proc = subprocess.Popen(
+        [bin_, "fuzz", "--config", str(config), "--executor", "loop", "--json"],
+        env=fake_env(),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    manifest = out / "campaign_id=int" / "_manifest.json"
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        if manifest.exists() and len(json.loads(manifest.read_text())["chunks"]) >= 2:
+            break
+        time.sleep(0.05)
+    proc.send_signal(signal.SIGINT)
+    stdout, stderr = proc.communicate(timeout=60)
+    assert proc.returncode == 130, stderr
+    first = json.loads(stdout)
+    assert first["interrupted"] is True
+    assert 10 <= first["schedules"] < 100
+    assert first["schedules"] % 5 == 0  # whole chunks only
+    proc2 = gapless("fuzz", "--config", str(config), "--executor", "loop", "--json")
+    assert proc2.returncode == 0, proc2.stderr
+    second = json.loads(proc2.stdout)
+    assert second["skipped"] == first["schedules"]
+    assert second["executed"] == 100 - first["schedules"]
+    assert second["schedules"] == 100
