@@ -272,9 +272,9 @@ class Checker:
             self.conns[d.subscriber] = c
             self.all_conns.append(c)
         elif k == "disconnect":
-            c = self.conns.get(r.detail.subscriber)
-            if c is not None:
-                c.live = False
+            old = self.conns.get(r.detail.subscriber)
+            if old is not None:
+                old.live = False
         elif k == "fault":
             d = r.detail
             if d.kind in ("crash", "stall_broker") and d.phase in ("start", "fail"):

@@ -155,9 +155,9 @@ def metrics(scenario: Scenario, outcome: RunOutcome, brokers: tuple[str, ...]) -
         if k == "publish":
             published_at[(r.detail.pubend, r.detail.index)] = r.time
         elif k == "persist":
-            got = logged_tick(r.detail)
-            if got is not None:
-                persist_keys[(r.node, r.detail.key)] = got
+            lt = logged_tick(r.detail)
+            if lt is not None:
+                persist_keys[(r.node, r.detail.key)] = (lt[0], lt[1])
         elif k == "persisted":
             pt = persist_keys.get((r.node, r.detail.key))
             if pt is not None:
@@ -198,9 +198,9 @@ def metrics(scenario: Scenario, outcome: RunOutcome, brokers: tuple[str, ...]) -
             last = max(last, t)
     for sub, conn in sorted(latest.items()):
         start = conn_start[(sub, conn)]
-        for pubend, ticks in sorted(logged.items()):
-            got = set(delivered.get((sub, conn, pubend), ()))
-            lost += sum(1 for t in ticks if t not in got and t >= start)
+        for pubend, logged_at in sorted(logged.items()):
+            have = set(delivered.get((sub, conn, pubend), ()))
+            lost += sum(1 for t in logged_at if t not in have and t >= start)
     lat.sort()
     lats = sorted(v for _, v in lat)
     first = FIRST_FAULT_US

@@ -189,7 +189,7 @@ class World:
         state, effects = self.binding.handle(before, inp, self.now)
         node.state = state
         if self._has_coverage and state is not before:
-            for label in self.binding.coverage(before, state, inp):
+            for label in self.binding.coverage(before, state, inp):  # type: ignore[attr-defined]
                 self.coverage[label] = self.coverage.get(label, 0) + 1
         for eff in effects:
             self._effect(node, eff)
@@ -240,7 +240,8 @@ class World:
         elif link.stalled:
             reason = "link stalled"
         if reason is not None or link is None:
-            self._rec(src, "drop", Dropped(sender=src, to=to, msg=msg, wire=wire, reason=reason))
+            why = reason or "no link"
+            self._rec(src, "drop", Dropped(sender=src, to=to, msg=msg, wire=wire, reason=why))
             return
         copies = 1
         extra = 0
