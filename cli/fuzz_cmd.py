@@ -20,7 +20,7 @@ def print_summary(summary: dict[str, Any], *, title: str = "campaign") -> None:
     from rich.console import Console
     from rich.table import Table
 
-    console = Console(stderr=False)
+    console = Console(stderr=False, highlight=False, soft_wrap=True)
     table = Table(title=f"{title} {summary['campaign_id']}")
     table.add_column("verdict")
     table.add_column("schedules", justify="right")
@@ -68,7 +68,7 @@ def _progress_ui(console_enabled: bool) -> tuple[Any, Any]:
 
     bar = Progress(
         TextColumn("[bold]{task.description}"),
-        BarColumn(),
+        BarColumn(bar_width=30),
         MofNCompleteColumn(),
         TextColumn("{task.fields[status]}"),
         TimeElapsedColumn(),
@@ -89,7 +89,7 @@ def _progress_ui(console_enabled: bool) -> tuple[Any, Any]:
         bar.update(
             state["task"],
             advance=last - first + 1,
-            status=f"committed {first}..{last}; {state['violations']} failing",
+            status=f"{state['violations']} failing",
         )
 
     def on_status(status: Any) -> None:
@@ -97,9 +97,10 @@ def _progress_ui(console_enabled: bool) -> tuple[Any, Any]:
             bar.update(
                 state["task"],
                 status=(
-                    f"spark: {status.tasks_active} running, {status.tasks_done}/"
-                    f"{status.tasks_total} tasks, {status.tasks_failed} failed; "
-                    f"{state['violations']} failing"
+                    f"spark {status.tasks_active} running, {status.tasks_done}/"
+                    f"{status.tasks_total} tasks"
+                    + (f", {status.tasks_failed} retried" if status.tasks_failed else "")
+                    + f"; {state['violations']} failing"
                 ),
             )
 
