@@ -53,9 +53,7 @@ bench: $(STAMP)
 	$(BIN)/gapless bench streams
 
 mutation: $(STAMP)
-	rm -rf mutants
-	$(BIN)/mutmut run --max-children 2 >/dev/null 2>&1 || true
-	$(BIN)/python benchmarks/mutation_score.py
+	$(BIN)/python benchmarks/mutation_score.py --run --max-children 2
 
 clean:
 	rm -rf $(VENV) build dist *.egg-info mutants .hypothesis .mypy_cache .ruff_cache .pytest_cache
