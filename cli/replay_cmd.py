@@ -19,14 +19,21 @@ __all__ = ["replay"]
 @click.option(
     "--diagram", type=click.Path(dir_okay=False), help="Write a Mermaid sequence diagram."
 )
-@click.option("--last", type=int, default=None, help="Show only the last N events (faults kept).")
-def replay(file: str, diagram: str | None, last: int | None) -> None:
+@click.option(
+    "--last",
+    type=int,
+    default=200,
+    show_default=True,
+    help="Show only the last N events before the violation (fault events are always kept).",
+)
+@click.option("--all", "show_all", is_flag=True, help="Show every event.")
+def replay(file: str, diagram: str | None, last: int, show_all: bool) -> None:
     """Re-run counterexample FILE deterministically; print the timeline to the violation."""
     from gapless.spark_fuzz.counterexample import CounterexampleError, load_counterexample
     from gapless.spark_fuzz.counterexample import replay as run_replay
     from gapless.spark_fuzz.replay import format_timeline, mermaid
 
-    if last is not None and last < 1:
+    if last < 1:
         click.echo(f"gapless replay: --last {last} is not allowed; expected >= 1", err=True)
         raise SystemExit(2)
     if diagram is not None:
@@ -44,7 +51,7 @@ def replay(file: str, diagram: str | None, last: int | None) -> None:
         click.echo(f"gapless replay: {exc}", err=True)
         raise SystemExit(2) from None
     replayed = run_replay(cx)
-    click.echo(format_timeline(replayed, last=last))
+    click.echo(format_timeline(replayed, last=None if show_all else last))
     if diagram is not None:
         Path(diagram).write_text(mermaid(replayed), encoding="utf-8")
         click.echo(f"diagram: {diagram}")
