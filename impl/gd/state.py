@@ -1,0 +1,187 @@
+"""The GD roles' state values: streams, ostreams, the pubend's stable log, a node's state.
+
+All values are frozen attrs classes with pyrsistent containers; a node's whole state is one
+:class:`NodeState`. The static part every handler needs (topology-derived routing tables,
+compiled edge filters, the configuration and the policy) is :class:`NodeCtx`, shared by
+reference and excluded from equality.
+
+Stream representation (private to the GD roles; ``impl/streams.py`` is the general RLE stream
+— the GD roles keep this narrower form because they need per-broker curiosity and filtered
+sets beside the knowledge): ticks ``0..fin`` are F (and, by the linkage, A [GD §2.1.1]);
+above ``fin`` the F ticks are the ranges ``silent``, the D ticks the map ``data``, every other
+tick Q.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any, final
+
+import attrs
+from pyrsistent import PMap, PSet, pmap, pset
+
+from gapless.impl.filters import Filter, FilterIndex
+from gapless.impl.gd.config import GDConfig
+from gapless.impl.gd.messages import Data
+from gapless.impl.gd.policy import GDPolicy
+from gapless.impl.gd.ranges import Ranges
+from gapless.impl.gd.topology import GDTopology
+
+__all__ = [
+    "EdgeFilter",
+    "GroupState",
+    "LogRecord",
+    "NodeCtx",
+    "NodeState",
+    "Ostream",
+    "PubendLog",
+    "Stream",
+]
+
+
+@final
+@attrs.frozen(kw_only=True)
+class LogRecord:
+    """What a pubend writes to stable storage per message [GD §2.2]: the message and the highest
+    tick it has assigned or pre-assigned F so far (so a restart never reuses a tick)."""
+
+    data: Data
+    reserved: int
+
+
+@final
+@attrs.frozen(kw_only=True)
+class PubendLog:
+    """A pubend's stable storage [GD §2.2]: logged messages above ``floor`` (ticks ``0..floor``
+    were acknowledged and released) and the highest tick ever reserved."""
+
+    entries: PMap[int, Data] = attrs.field(factory=pmap)
+    floor: int = -1
+    reserved: int = -1
+
+
+@final
+@attrs.frozen(kw_only=True)
+class Ostream:
+    """``ostream[P, c]`` [GD §3.1]: what one downstream cell ``c`` has acked (``0..acked``
+    A), the D ticks its filter turned into F (``filtered``, A at once), the C ticks per
+    downstream broker that nacked them, and the highest tick sent to it first-time."""
+
+    acked: int = -1
+    filtered: Ranges = ()
+    curious: PMap[str, Ranges] = attrs.field(factory=pmap)
+    sent_upto: int = -1
+
+
+@final
+@attrs.frozen(kw_only=True)
+class Stream:
+    """One pubend's stream at a node: ``istream[P]`` at a PHB or IB [GD §3.1], the consolidated
+    subend stream at an SHB [GD §2.3, §4.1]. Fields past ``ostreams`` are the SHB's liveness
+    state [GD §3.2]."""
+
+    fin: int = -1
+    silent: Ranges = ()
+    data: PMap[int, Data] = attrs.field(factory=pmap)
+    #: istream C ranges with the time they became C: ``(lo, hi, since)`` [GD §3.1].
+    curious: tuple[tuple[int, int, int], ...] = ()
+    ostreams: PMap[str, Ostream] = attrs.field(factory=pmap)
+    last_sender: str | None = None
+    acked_sent: int = -1
+    forget_armed: bool = False
+    # -- SHB only ----------------------------------------------------------------------
+    nacked: Ranges = ()
+    nack_at: int | None = None
+    repeated: bool = False
+    srtt: int | None = None
+    rttvar: int = 0
+    rto_est: int = 0
+    rto_cur: int = 0
+    nrt_armed: bool = False
+    gct_mark: int | None = None
+    ack_armed: bool = False
+
+
+@final
+@attrs.frozen(kw_only=True)
+class GroupState:
+    """A total-order merge at an SHB [GD §2.3]: ticks below ``merged`` were delivered to the
+    group's subscribers; ``buffer`` holds resolved D ticks of the members not yet merged."""
+
+    merged: int = 0
+    buffer: tuple[tuple[int, str, Data], ...] = ()
+    index: FilterIndex = attrs.field(factory=FilterIndex)
+
+
+@final
+@attrs.frozen(eq=False)
+class EdgeFilter:
+    """The filter of the edge into a downstream cell [GD §3.1]: an explicit filter, or the
+    disjunction of the subscriptions below (an index, so 10,000 equality subscriptions cost a
+    lookup)."""
+
+    explicit: Filter | None
+    below: FilterIndex
+
+    def matches(self, attributes: Mapping[str, Any]) -> bool:
+        if self.explicit is not None:
+            return self.explicit.matches(attributes)
+        return self.below.any_match(attributes)
+
+
+@final
+@attrs.frozen(kw_only=True, eq=False)
+class NodeCtx:
+    """Static, topology-derived facts about one broker (shared, never compared)."""
+
+    name: str
+    role: str
+    cell: str
+    topology: GDTopology
+    config: GDConfig
+    policy: GDPolicy
+    #: pubends whose tree holds this node's cell, sorted
+    pubends: tuple[str, ...]
+    #: pubends this node hosts (PHB), sorted
+    hosted: tuple[str, ...]
+    numbers: PMap[str, int]
+    parent: PMap[str, str | None]
+    children: PMap[str, tuple[str, ...]]
+    filters: PMap[tuple[str, str], EdgeFilter]
+    cell_brokers: PMap[str, tuple[str, ...]]
+    neighbours: tuple[str, ...]
+    cell_neighbours: tuple[str, ...]
+    #: SHB: the total-order groups read here and their member pubends
+    groups: PMap[str, tuple[str, ...]]
+    #: SHB: subscriber -> group (topology's choice), None for publisher order
+    sub_groups: PMap[str, str | None]
+    #: (pubend, downstream cell) -> that cell's own downstream cells (link-status routing)
+    grandchildren: PMap[tuple[str, str], tuple[str, ...]]
+
+
+@final
+@attrs.frozen(kw_only=True)
+class NodeState:
+    """The whole state of one physical broker. ``up`` is False between a crash and the next
+    ``Restart``; ``log`` is its stable storage (kept by a crash), everything else is soft."""
+
+    ctx: NodeCtx = attrs.field(eq=False, repr=False)
+    up: bool = True
+    epoch: int = 0
+    streams: PMap[str, Stream] = attrs.field(factory=pmap)
+    log: PMap[str, PubendLog] = attrs.field(factory=pmap)
+    pending: PMap[str, PMap[int, Data]] = attrs.field(factory=pmap)
+    assigned: PMap[str, int] = attrs.field(factory=pmap)
+    links_down: PSet[str] = attrs.field(factory=pset)
+    status: PMap[str, tuple[str, ...]] = attrs.field(factory=pmap)
+    index: FilterIndex = attrs.field(factory=FilterIndex)
+    connections: PMap[str, int] = attrs.field(factory=pmap)
+    groups: PMap[str, GroupState] = attrs.field(factory=pmap)
+
+    @property
+    def name(self) -> str:
+        return self.ctx.name
+
+    @property
+    def role(self) -> str:
+        return self.ctx.role
