@@ -87,16 +87,19 @@ def test_index_matches_by_lookup_and_scan() -> None:
     assert ix.remove("eq0007").match({"sym": 7}) == ("all",)
     assert ix.remove("missing") is ix
     assert len(ix) == 1003
-    assert ix.remove("all").any_match({"sym": 3}) and not ix.remove("all").any_match({"sym": -1})
+    assert ix.remove("all").any_match({"sym": 3})
+    assert not ix.remove("all").any_match({"sym": -1})
     built = FilterIndex.build((f"eq{i:04}", f"sym == {i}") for i in range(1000))
     assert built.match({"sym": 42}) == ("eq0042",)
     # the equality subscriptions sit in buckets, not in the scanned list
-    assert len(built.scanned) == 0 and len(built.buckets) == 1000
+    assert len(built.scanned) == 0
+    assert len(built.buckets) == 1000
 
 
 def test_index_replaces_a_subscription() -> None:
     ix = FilterIndex().add("a", "x == 1").add("a", "x == 2")
-    assert ix.match({"x": 1}) == () and ix.match({"x": 2}) == ("a",)
+    assert ix.match({"x": 1}) == ()
+    assert ix.match({"x": 2}) == ("a",)
 
 
 def test_bool_and_number_are_distinct_keys() -> None:
