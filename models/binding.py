@@ -10,7 +10,7 @@ looking at role state: :meth:`Binding.wire` (what a message on the wire says),
 :meth:`Binding.logged` (which pubend tick and attributes a ``Persist`` writes) and
 :meth:`Binding.payload_attributes` (the attributes of a delivered payload). It also carries
 the network timing the protocol's configuration documents (link delay and jitter, periodic
-link status) and the minimum nack repetition interval the conformance invariants need.
+link status — 0 when the roles exchange status messages themselves) and the minimum nack repetition interval the conformance invariants need.
 """
 
 from __future__ import annotations
@@ -27,7 +27,7 @@ __all__ = ["Binding"]
 
 
 class Binding(Protocol):
-    """A protocol as the world drives it (see module doc)."""
+    """A protocol as the world drives it (see module doc). Every node gets ``Restart()`` at time 0 (boot)."""
 
     link_delay_us: int
     link_jitter_us: int
@@ -63,5 +63,5 @@ class Binding(Protocol):
         ...
 
     # Optional (looked up with getattr): ``coverage(before, after, input) -> Iterable[str]``
-    # labels a state change; ``effect_label(effect) -> str | None`` labels a protocol-specific
+    # labels a state change; ``effect_labels(effect) -> tuple[str, ...] | None`` labels a protocol-specific
     # effect (e.g. GD's ``Observe``) that the world counts as coverage instead of rejecting.

@@ -65,11 +65,11 @@ def to_gd_topology(graph: nx.Graph, workload: Workload) -> Any:
 
 
 def logged_tick(persist: Persist) -> tuple[str, int, Mapping[str, Any]] | None:
-    """``(pubend, tick, attributes)`` of the message a pubend's ``Persist`` logs, else None."""
-    data = getattr(persist.value, "data", None)
-    if data is None or not hasattr(data, "tick"):
-        return None
-    return str(data.pubend), int(data.tick), data.attributes
+    """``(pubend, tick, attributes)`` of the message a pubend's ``Persist`` logs, else None
+    (``gapless.impl.gd.logged``)."""
+    from gapless.impl.gd import logged
+
+    return logged(persist)
 
 
 @final
@@ -86,7 +86,9 @@ class GDBinding:
         self._observe = getattr(gd, "Observe", None)
         self.link_delay_us = int(config.link_delay_us)
         self.link_jitter_us = int(config.link_jitter_us)
-        self.status_period_us = int(config.link_status_period_us)
+        # the roles exchange LinkStatus messages on their own timer [GD §3.1]; the world only
+        # reports link failures and heals
+        self.status_period_us = 0
         self.min_repetition_us = int(config.min_repetition_us)
         from gapless.impl.gd.messages import wire
 
@@ -106,10 +108,10 @@ class GDBinding:
         attrs_ = getattr(payload, "attributes", None)
         return attrs_ if isinstance(attrs_, Mapping) else None
 
-    def effect_label(self, effect: Effect | Any) -> str | None:
-        """The coverage label of an ``Observe`` effect (None for any other effect)."""
+    def effect_labels(self, effect: Effect | Any) -> tuple[str, ...] | None:
+        """The coverage labels of an ``Observe`` effect (None for any other effect)."""
         if self._observe is not None and isinstance(effect, self._observe):
-            return str(effect.label)
+            return tuple(str(label) for label in effect.labels)
         return None
 
     def wire_of(self, msg: Any) -> Wire:

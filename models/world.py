@@ -32,8 +32,9 @@ At ``duration_us`` every fault still active is healed, publishing has stopped, a
 network drains for ``drain_us``; then the liveness invariants are judged.
 
 Trace records: ``publish``, ``persist``, ``persisted``, ``send``, ``drop``, ``deliver``,
-``fault``, ``connect``, ``disconnect``, ``rejected`` (arrivals, timer firings and link
-status are inputs, not observations; they are not recorded, which keeps the digest cheap).
+``fault``, ``connect``, ``disconnect``, ``rejected`` and ``coverage`` (the lattice-transition
+labels a step reported). Arrivals, timer firings and link status are inputs, not
+observations; they are not recorded, which keeps the digest cheap.
 """
 
 from __future__ import annotations
@@ -165,8 +166,8 @@ class World:
         self.delay = binding.link_delay_us
         self.jitter = binding.link_jitter_us
         self._has_coverage = hasattr(binding, "coverage")
-        self._effect_label: Callable[[Any], str | None] | None = getattr(
-            binding, "effect_label", None
+        self._effect_labels: Callable[[Any], tuple[str, ...] | None] | None = getattr(
+            binding, "effect_labels", None
         )
 
     # ---------------------------------------------------------------- plumbing
@@ -216,9 +217,12 @@ class World:
         elif t is Rejected:
             self._rec(node.name, "rejected", eff)
         else:
-            label = self._effect_label(eff) if self._effect_label is not None else None
-            if label is not None:
-                self.coverage[label] = self.coverage.get(label, 0) + 1
+            labels = self._effect_labels(eff) if self._effect_labels is not None else None
+            if labels is not None:
+                cov = self.coverage
+                for label in labels:
+                    cov[label] = cov.get(label, 0) + 1
+                self._rec(node.name, "coverage", labels)
             else:
                 self._rec(node.name, "rejected", Rejected(reason=f"unknown effect {t.__name__}"))
 
@@ -447,6 +451,8 @@ class World:
             self._validate_event(ev)
         self._started = True
         self._duration = duration_us
+        for name in sorted(self.nodes):  # boot every node at time 0
+            self._input(self.nodes[name], Restart())
         for sub in sorted(self.subs):
             self._connect(sub)
         for pub in self.workload.publishes:
@@ -602,12 +608,28 @@ class World:
 
 
 def reference_matcher() -> Callable[[str, Any], bool]:
-    """The ``spec`` reference filter evaluator as ``matches(filter_text, attributes)``."""
+    """The ``spec`` reference filter evaluator as ``matches(filter_text, attributes)``
+    (``gapless.spec.filters``; until that module exists, the core's parser is used)."""
     import importlib
 
-    mod = importlib.import_module("gapless.spec.filters")
-    fn: Callable[[str, Any], bool] = mod.matches
-    return fn
+    try:
+        mod = importlib.import_module("gapless.spec.filters")
+    except ModuleNotFoundError:
+        mod = None
+    fn = getattr(mod, "matches", None) if mod is not None else None
+    if fn is not None:
+        return fn  # type: ignore[no-any-return]
+    from gapless.impl.filters import parse_filter
+
+    cache: dict[str, Any] = {}
+
+    def matches(text: str, attributes: Any) -> bool:
+        f = cache.get(text)
+        if f is None:
+            f = cache[text] = parse_filter(text)
+        return bool(f.matches(attributes))
+
+    return matches
 
 
 def check_context(
