@@ -9,8 +9,9 @@ functions of the sans-IO contract (DESIGN.md), how a published workload message 
 looking at role state: :meth:`Binding.wire` (what a message on the wire says),
 :meth:`Binding.logged` (which pubend tick and attributes a ``Persist`` writes) and
 :meth:`Binding.payload_attributes` (the attributes of a delivered payload). It also carries
-the network timing the protocol's configuration documents (link delay and jitter, periodic
-link status — 0 when the roles exchange status messages themselves) and the minimum nack repetition interval the conformance invariants need.
+the network timing the protocol's configuration documents (link delay and jitter, the period
+of world-generated link status — 0 when the roles exchange status messages themselves) and
+the minimum nack repetition interval the conformance invariants need.
 """
 
 from __future__ import annotations
@@ -27,7 +28,8 @@ __all__ = ["Binding"]
 
 
 class Binding(Protocol):
-    """A protocol as the world drives it (see module doc). Every node gets ``Restart()`` at time 0 (boot)."""
+    """A protocol as the world drives it (see module doc). Every node gets ``Restart()`` at
+    time 0 (boot)."""
 
     link_delay_us: int
     link_jitter_us: int
@@ -63,5 +65,6 @@ class Binding(Protocol):
         ...
 
     # Optional (looked up with getattr): ``coverage(before, after, input) -> Iterable[str]``
-    # labels a state change; ``effect_labels(effect) -> tuple[str, ...] | None`` labels a protocol-specific
-    # effect (e.g. GD's ``Observe``) that the world counts as coverage instead of rejecting.
+    # labels a state change; ``effect_labels(effect) -> tuple[str, ...] | None`` labels a
+    # protocol-specific effect (e.g. GD's ``Observe``) that the world counts as coverage
+    # instead of rejecting it.
