@@ -119,6 +119,7 @@ __all__ = [
 ]
 
 LOG_KEY: Final = "gd-log"
+FILTERED: Final = "K:D->F(filter)"
 _TIMER: Final = "gd"
 
 
@@ -529,7 +530,7 @@ def _forward(
                 finals_c = R.add(finals_c, d.tick, d.tick)
                 if not R.contains(filtered, d.tick):
                     filtered = R.add(filtered, d.tick, d.tick)
-                    labels.append("K:D->F")
+                    labels.append(FILTERED)
                     labels.append("C:N->A")
             # any other value (a planted bug): the tick stays Q downstream
         if filtered is not o.filtered:
@@ -540,10 +541,10 @@ def _forward(
             new_ticks = {d.tick for d in new_data}
             first = [d for d in passing if d.tick in new_ticks]
             for d in first:
-                lo = o.sent_upto + 1
+                lo = max(o.sent_upto, s.fin) + 1
                 bracket = R.clip(R.union(s.silent, o.filtered), lo, d.tick - 1)
-                if s.fin >= lo:
-                    bracket = R.add(bracket, lo, min(s.fin, d.tick - 1))
+                # "D F*": the F after the D (pre-assigned by the pubend [GD §2.2]) goes along
+                bracket = R.union(bracket, R.clip(finals_c, d.tick + 1, 1 << 62))
                 to = _send_route(ctx, st, p, c, s.fin, bracket, [d], False, out)
                 if to is not None:
                     served[to] = R.add(R.union(served.get(to, ()), bracket), d.tick, d.tick)
@@ -598,10 +599,17 @@ def _a_end(ctx: NodeCtx, s: Stream, p: str, t: int) -> int | None:
 
 
 def _advance_ack(
-    ctx: NodeCtx, st: NodeState, s: Stream, p: str, out: Out, labels: list[str]
+    ctx: NodeCtx,
+    st: NodeState,
+    s: Stream,
+    p: str,
+    out: Out,
+    labels: list[str],
+    send: bool = True,
 ) -> tuple[Stream, PubendLog | None]:
-    """Grow the istream's A prefix [GD §3.1] (D* -> F), ack it upstream; at a PHB release the
-    log below it. Returns the stream and the new log (None if unchanged)."""
+    """Grow the istream's A prefix [GD §3.1] (D* -> F); ack it upstream when ``send`` (a
+    downstream ack or a filter made ticks A — silence the upstream itself sent needs no ack);
+    at a PHB release the log below it. Returns the stream and the new log (None if unchanged)."""
     cur = s.fin + 1
     end = _a_end(ctx, s, p, cur)
     while end is not None:
@@ -613,7 +621,7 @@ def _advance_ack(
     prefix = s.fin
     new_log = None
     if ctx.parent.get(p) is not None:
-        if prefix > s.acked_sent:
+        if send and prefix > s.acked_sent:
             _send_up(ctx, st, s, Ack(pubend=p, upto=prefix), out)
             s = attrs.evolve(s, acked_sent=prefix)
     elif p in st.log:
@@ -700,6 +708,7 @@ def _broker_knowledge(
     if only_cell is None and s.last_sender != sender:
         s = attrs.evolve(s, last_sender=sender)
     msg_data = [msg.data] if msg.data is not None else []
+    n_labels = len(labels)
     s = _forward(
         ctx,
         st,
@@ -713,7 +722,7 @@ def _broker_knowledge(
         out,
         labels,
     )
-    s, _ = _advance_ack(ctx, st, s, p, out, labels)
+    s, _ = _advance_ack(ctx, st, s, p, out, labels, FILTERED in labels[n_labels:])
     return _put(st, p, s)
 
 
@@ -1008,10 +1017,12 @@ def _shb_advance(
     """Advance the doubt horizon and deliver [GD §2.3]; then the total-order merges."""
     ctx = st.ctx
     h = ctx.policy.doubt_horizon(s.fin, _known(s))
-    if h <= s.fin + 1:
-        return st, s
-    ticks = sorted(t for t in s.data if t < h)
     in_groups = [g for g, members in ctx.groups.items() if p in members]
+    if h <= s.fin + 1:
+        for g in in_groups:
+            st = _merge(st, g, out)
+        return st, st.streams.get(p, s)
+    ticks = sorted(t for t in s.data if t < h)
     groups = st.groups
     for t in ticks:
         d = s.data[t]
@@ -1069,7 +1080,9 @@ def _gap_limit(st: NodeState, p: str, s: Stream) -> int:
 
 
 def _arm_gct(st: NodeState, p: str, s: Stream, now: int, out: Out) -> Stream:
-    if s.gct_mark is not None:
+    """Start the GCT timer for the Q ticks of a gap [GD §3.2] (unless one runs for a gap that
+    is still open)."""
+    if s.gct_mark is not None and s.gct_mark > s.fin:
         return s
     hi = _gap_limit(st, p, s)
     if hi <= s.fin:
@@ -1154,7 +1167,8 @@ def _shb_knowledge(
             if p in members:
                 for m in members:
                     if m != p:
-                        st = _put(st, m, _arm_gct(st, m, _stream(st, m), now, out))
+                        sm = _shb_ack(st, m, _stream(st, m), now, out, False)
+                        st = _put(st, m, _arm_gct(st, m, sm, now, out))
     return st
 
 
