@@ -72,7 +72,7 @@ Per bug — what goes wrong, which invariant should catch it, under which faults
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Final
+from typing import Any, Final
 
 import attrs
 
@@ -116,7 +116,7 @@ def silence_everywhere(curious_overlap: bool) -> bool:
     return True
 
 
-def _bug(name: str, **rules: object) -> GDPolicy:
+def _bug(name: str, **rules: Any) -> GDPolicy:
     return attrs.evolve(PAPER_POLICY, name=name, **rules)
 
 
