@@ -146,7 +146,6 @@ class GDNetwork(RuleBasedStateMachine):
         self.world.advance(self.world.now + DRAIN)
         out = self.run.outcome()
         assert out.verdict == "pass", out.explanation
-        assert out.counters.delivered > 0
 
 
 def _empty() -> Any:
