@@ -89,8 +89,9 @@ class GDConfig:
     logging_delay_us: int = attrs.field(default=100_000, validator=_non_negative)
     #: Period of the link-status messages between neighbouring brokers [GD §3.1].
     link_status_period_us: int = attrs.field(default=500_000, validator=_positive)
-    #: Ack frequency: an SHB acks its delivered prefix at most once per this interval.
-    ack_delay_us: int = attrs.field(default=20_000, validator=_non_negative)
+    #: Ack frequency: an SHB acks its delivered prefix at most once per this interval (acks only
+    #: free upstream state and satisfy AET, so they can be lazy).
+    ack_delay_us: int = attrs.field(default=100_000, validator=_non_negative)
     #: How often a pubend checks the AET condition and advances idle silence [GD §2.2, §3.2].
     ack_expected_period_us: int = attrs.field(default=1_000_000, validator=_positive)
     #: How often an idle pubend advances silence (Q -> F up to now) [GD §2.2].

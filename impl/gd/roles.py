@@ -65,7 +65,8 @@ ordered or up.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from types import MappingProxyType
 from typing import Any, Final, final
 
 import attrs
@@ -87,6 +88,10 @@ from gapless.impl.gd.state import (
     Ostream,
     PubendLog,
     Stream,
+    data_above,
+    data_get,
+    data_put,
+    evolve,
 )
 from gapless.impl.gd.topology import GDTopology
 from gapless.impl.inputs import (
@@ -157,8 +162,8 @@ def initial_states(
             f"{config.tick_modulus}; allowed: at most tick_modulus pubends [GD §2.2]"
         )
     pubend_ids = sorted(topology.pubends)
-    numbers = pmap({p: i for i, p in enumerate(pubend_ids)})
-    cell_brokers = pmap({c: topology.cell_brokers(c) for c in topology.cells()})
+    numbers = _ro({p: i for i, p in enumerate(pubend_ids)})
+    cell_brokers = _ro({c: topology.cell_brokers(c) for c in topology.cells()})
     filter_cache: dict[tuple[str, tuple[str, ...]], EdgeFilter] = {}
 
     def edge_filter(p: str, c: str) -> EdgeFilter:
@@ -198,20 +203,25 @@ def initial_states(
             pubends=pubends,
             hosted=tuple(p for p in pubend_ids if topology.pubends[p] == name),
             numbers=numbers,
-            parent=pmap({p: topology.parent_cell(p, cell) for p in pubends}),
-            children=pmap(children),
-            filters=pmap(filters),
+            parent=_ro({p: topology.parent_cell(p, cell) for p in pubends}),
+            children=_ro(children),
+            filters=_ro(filters),
             cell_brokers=cell_brokers,
             neighbours=neighbours,
             cell_neighbours=tuple(n for n in neighbours if topology.cell_of(n) == cell),
-            groups=pmap(groups),
-            sub_groups=pmap(sub_groups),
-            grandchildren=pmap(
+            groups=_ro(groups),
+            groups_of=_ro({p: tuple(g for g in sorted(groups) if p in groups[g]) for p in pubends}),
+            sub_groups=_ro(sub_groups),
+            grandchildren=_ro(
                 {(p, c): topology.child_cells(p, c) for p in pubends for c in children[p]}
             ),
         )
         out[name] = NodeState(ctx=ctx, up=False)
     return out
+
+
+def _ro(d: dict[Any, Any]) -> Mapping[Any, Any]:
+    return MappingProxyType(d)
 
 
 def crash(state: NodeState) -> NodeState:
@@ -326,7 +336,7 @@ def _stream(st: NodeState, p: str) -> Stream:
 
 
 def _data_ranges(s: Stream) -> R.Ranges:
-    return tuple((t, t) for t in sorted(s.data))
+    return tuple((t, t) for t, _ in s.data)
 
 
 def _known(s: Stream) -> R.Ranges:
@@ -341,7 +351,7 @@ def _highest(s: Stream) -> int:
     if s.silent:
         hi = max(hi, s.silent[-1][1])
     if s.data:
-        hi = max(hi, max(s.data))
+        hi = max(hi, s.data[-1][0])
     return hi
 
 
@@ -362,10 +372,10 @@ def _accumulate(
         add = ((fin + 1, msg.prefix),)
         if R.subtract(add, R.union(silent, _data_ranges(s))):
             labels.append("K:Q->F")
-        keep = {t: d for t, d in data.items() if t > msg.prefix}
-        if len(keep) != len(data):
+        keep = data_above(data, msg.prefix)
+        if keep is not data:
             labels.append("K:D->F")
-        data = pmap(keep) if len(keep) != len(data) else data
+        data = keep
         fin = msg.prefix
         silent = R.clip(silent, fin + 1, 1 << 62)
         changed = True
@@ -377,7 +387,7 @@ def _accumulate(
             continue
         piece: R.Ranges = ((lo, hi),)
         if data:
-            inside = tuple((t, t) for t in sorted(data) if lo <= t <= hi)
+            inside = tuple((t, t) for t, _ in data if lo <= t <= hi)
             piece = R.subtract(piece, inside)
         if piece:
             silent = R.union(silent, piece)
@@ -385,9 +395,9 @@ def _accumulate(
             changed = True
     d = msg.data
     if d is not None and d.tick > fin and not R.contains(silent, d.tick):
-        old = data.get(d.tick)
+        old = data_get(data, d.tick)
         if old is None:
-            data = data.set(d.tick, d)
+            data = data_put(data, d)
             new_data.append(d)
             labels.append("K:Q->D")
             changed = True
@@ -401,17 +411,16 @@ def _accumulate(
         changed = True
     if not changed:
         return s, new_data, False
-    if data and min(data) <= fin:
-        data = pmap({t: x for t, x in data.items() if t > fin})
+    data = data_above(data, fin)
     curious = s.curious
     if curious:
-        known = R.union(silent, tuple((t, t) for t in sorted(data)))
+        known = R.union(silent, tuple((t, t) for t, _ in data))
         kept = []
         for lo, hi, since in curious:
             for a, b in R.subtract(((max(lo, fin + 1), hi),), known):
                 kept.append((a, b, since))
         curious = tuple(kept)
-    return attrs.evolve(s, fin=fin, silent=silent, data=data, curious=curious), new_data, True
+    return evolve(s, fin=fin, silent=silent, data=data, curious=curious), new_data, True
 
 
 # ==========================================================================================
@@ -534,7 +543,7 @@ def _forward(
                     labels.append("C:N->A")
             # any other value (a planted bug): the tick stays Q downstream
         if filtered is not o.filtered:
-            o = attrs.evolve(o, filtered=filtered)
+            o = evolve(o, filtered=filtered)
         curious = o.curious
         served: dict[str, R.Ranges] = {}
         if not retrans:
@@ -548,7 +557,7 @@ def _forward(
                 to = _send_route(ctx, st, p, c, s.fin, bracket, [d], False, out)
                 if to is not None:
                     served[to] = R.add(R.union(served.get(to, ()), bracket), d.tick, d.tick)
-                o = attrs.evolve(o, sent_upto=max(o.sent_upto, d.tick))
+                o = evolve(o, sent_upto=max(o.sent_upto, d.tick))
             if not first and finals_c and policy.first_time_silence(False):
                 _send_route(ctx, st, p, c, s.fin, finals_c, (), False, out)
         elif not policy.retransmit_to_nackers_only and (finals_c or passing):
@@ -565,11 +574,11 @@ def _forward(
             if cx is not curious[x]:
                 curious = curious.set(x, cx) if cx else curious.remove(x)
         if curious is not o.curious:
-            o = attrs.evolve(o, curious=curious)
+            o = evolve(o, curious=curious)
         if o is not o0:
             ostreams = ostreams.set(c, o)
     if ostreams is not s.ostreams:
-        s = attrs.evolve(s, ostreams=ostreams)
+        s = evolve(s, ostreams=ostreams)
     return s
 
 
@@ -623,11 +632,11 @@ def _advance_ack(
     if ctx.parent.get(p) is not None:
         if send and prefix > s.acked_sent:
             _send_up(ctx, st, s, Ack(pubend=p, upto=prefix), out)
-            s = attrs.evolve(s, acked_sent=prefix)
+            s = evolve(s, acked_sent=prefix)
     elif p in st.log:
         log = st.log[p]
         if prefix > log.floor:
-            new_log = attrs.evolve(
+            new_log = evolve(
                 log,
                 floor=prefix,
                 entries=pmap({t: d for t, d in log.entries.items() if t > prefix}),
@@ -638,24 +647,23 @@ def _advance_ack(
 def _raise_fin(s: Stream, prefix: int, labels: list[str]) -> Stream:
     """Ticks ``0..prefix`` become A, hence F (D* -> F) [GD §2.1.1, §3.1]."""
     labels.append("C:N->A")
-    data = s.data
-    if data and min(data) <= prefix:
+    data = data_above(s.data, prefix)
+    if data is not s.data:
         labels.append("K:D->F")
-        data = pmap({t: d for t, d in data.items() if t > prefix})
     silent = R.clip(s.silent, prefix + 1, 1 << 62)
     curious = tuple((max(lo, prefix + 1), hi, w) for lo, hi, w in s.curious if hi > prefix)
     ostreams = s.ostreams
     for c in sorted(ostreams):
         o = ostreams[c]
         if (o.filtered and o.filtered[0][0] <= prefix) or o.curious:
-            o2 = attrs.evolve(
+            o2 = evolve(
                 o,
                 filtered=R.clip(o.filtered, prefix + 1, 1 << 62),
                 curious=_clip_curious(o.curious, prefix),
             )
             if o2 != o:
                 ostreams = ostreams.set(c, o2)
-    return attrs.evolve(s, fin=prefix, data=data, silent=silent, curious=curious, ostreams=ostreams)
+    return evolve(s, fin=prefix, data=data, silent=silent, curious=curious, ostreams=ostreams)
 
 
 def _clip_curious(curious: PMap[str, R.Ranges], upto: int) -> PMap[str, R.Ranges]:
@@ -677,7 +685,7 @@ def _put(
         changes["streams"] = st.streams.set(p, s)
     if not changes:
         return st
-    return attrs.evolve(st, **changes)
+    return evolve(st, **changes)
 
 
 def _broker_knowledge(
@@ -706,7 +714,7 @@ def _broker_knowledge(
         return st
     s, new_data, _changed = _accumulate(s0, msg, labels, out, inp)
     if only_cell is None and s.last_sender != sender:
-        s = attrs.evolve(s, last_sender=sender)
+        s = evolve(s, last_sender=sender)
     msg_data = [msg.data] if msg.data is not None else []
     n_labels = len(labels)
     s = _forward(
@@ -750,9 +758,8 @@ def _satisfy_nack(
         finals = R.add(finals, msg.start, min(top, msg.end))
     filt = ctx.filters[(p, c)]
     datas: list[Data] = []
-    for t in sorted(s.data):
+    for t, d in s.data:
         if msg.start <= t <= msg.end and t > top:
-            d = s.data[t]
             v = ctx.policy.filter_transfer(KD(d), filt.matches(d.attributes))
             if v.kind is Kind.D:
                 datas.append(d)
@@ -765,16 +772,16 @@ def _satisfy_nack(
     # a D tick a buggy filter turned into Q is neither sent nor curious-able: it stays C
     if unsatisfied:
         labels.append("C:N->C")
-        o = attrs.evolve(
+        o = evolve(
             o, curious=o.curious.set(sender, R.union(o.curious.get(sender, ()), unsatisfied))
         )
-        s = attrs.evolve(s, ostreams=s.ostreams.set(c, o))
+        s = evolve(s, ostreams=s.ostreams.set(c, o))
         if ctx.parent.get(p) is not None:
             already = R.normalize((lo, hi) for lo, hi, _ in s.curious)
             newly = R.subtract(unsatisfied, already)
             up = ctx.policy.nack_upstream(newly, unsatisfied)
             if newly:
-                s = attrs.evolve(
+                s = evolve(
                     s, curious=tuple(sorted((*s.curious, *((lo, hi, now) for lo, hi in newly))))
                 )
             if up:
@@ -783,7 +790,7 @@ def _satisfy_nack(
                 out.append(
                     SetTimer(key=_timer(st, "forget", p), at=now + ctx.config.min_repetition_us)
                 )
-                s = attrs.evolve(s, forget_armed=True)
+                s = evolve(s, forget_armed=True)
     return _put(st, p, s)
 
 
@@ -801,10 +808,10 @@ def _on_ack(
     if msg.upto <= o.acked:
         return st
     curious = _clip_curious(o.curious, msg.upto)
-    o = attrs.evolve(
+    o = evolve(
         o, acked=msg.upto, filtered=R.clip(o.filtered, msg.upto + 1, 1 << 62), curious=curious
     )
-    s = attrs.evolve(s, ostreams=s.ostreams.set(c, o))
+    s = evolve(s, ostreams=s.ostreams.set(c, o))
     s, log = _advance_ack(ctx, st, s, p, out, labels)
     return _put(st, p, s, log)
 
@@ -830,7 +837,7 @@ def _broker_ack_expected(
                 if route is not None and route[1] is None:
                     out.append(Send(to=route[0], msg=msg))
     if s.fin > s.acked_sent:
-        return _put(st, p, attrs.evolve(s, acked_sent=s.fin))
+        return _put(st, p, evolve(s, acked_sent=s.fin))
     return st
 
 
@@ -849,8 +856,8 @@ def _advance_silence(st: NodeState, p: str, s: Stream, now: int) -> tuple[Stream
     while silent and silent[0][0] <= fin + 1:
         fin = max(fin, silent[0][1])
         silent = silent[1:]
-    s = attrs.evolve(s, silent=silent, fin=fin)
-    st = attrs.evolve(st, assigned=st.assigned.set(p, now - 1), streams=st.streams.set(p, s))
+    s = evolve(s, silent=silent, fin=fin)
+    st = evolve(st, assigned=st.assigned.set(p, now - 1), streams=st.streams.set(p, s))
     return s, st
 
 
@@ -873,7 +880,7 @@ def on_publish(state: NodeState, inp: Publish, now: int) -> Step:
     out: Out = []
     labels: list[str] = []
     if cfg.best_effort:
-        st = attrs.evolve(state, assigned=state.assigned.set(p, t))
+        st = evolve(state, assigned=state.assigned.set(p, t))
         _be_forward(ctx, st, p, d, None, out)
         return st, tuple(out)
     s = _stream(state, p)
@@ -883,11 +890,11 @@ def on_publish(state: NodeState, inp: Publish, now: int) -> Step:
         while silent and silent[0][0] <= fin + 1:
             fin = max(fin, silent[0][1])
             silent = silent[1:]
-        s = attrs.evolve(s, silent=silent, fin=fin)
+        s = evolve(s, silent=silent, fin=fin)
         labels.append("K:Q->F")
     reserved = t + cfg.preassign_us
     pending = state.pending.get(p, pmap()).set(t, d)
-    st = attrs.evolve(
+    st = evolve(
         state,
         assigned=state.assigned.set(p, reserved),
         pending=state.pending.set(p, pending),
@@ -911,13 +918,13 @@ def _publish_logged(
     """The tick is D from now on: forward the message first-time [GD §2.2, §3.1]."""
     ctx = st.ctx
     s = _stream(st, p)
-    if d.tick in s.data or d.tick <= s.fin:
+    if d.tick <= s.fin or data_get(s.data, d.tick) is not None:
         return st
     labels.append("K:Q->D")
     silent = s.silent
     if reserved > d.tick:
         silent = R.add(silent, d.tick + 1, reserved)
-    s = attrs.evolve(s, data=s.data.set(d.tick, d), silent=silent)
+    s = evolve(s, data=data_put(s.data, d), silent=silent)
     finals: R.Ranges = ((d.tick + 1, reserved),) if reserved > d.tick else ()
     s = _forward(ctx, st, s, p, finals, [d], [d], False, None, out, labels)
     s, log = _advance_ack(ctx, st, s, p, out, labels)
@@ -938,9 +945,9 @@ def on_persisted(state: NodeState, inp: Persisted, now: int) -> Step:
     labels: list[str] = []
     reserved = t + state.ctx.config.preassign_us
     log = state.log.get(p) or PubendLog()
-    log = attrs.evolve(log, entries=log.entries.set(t, d), reserved=max(log.reserved, reserved))
+    log = evolve(log, entries=log.entries.set(t, d), reserved=max(log.reserved, reserved))
     rest = pend.remove(t)
-    st = attrs.evolve(
+    st = evolve(
         state,
         log=state.log.set(p, log),
         pending=state.pending.set(p, rest) if rest else state.pending.remove(p),
@@ -983,11 +990,10 @@ def _ack_point(ctx: NodeCtx, st: NodeState, p: str, s: Stream) -> int:
     """What the SHB acks for ``p``: the prefix delivered to every subscriber [GD §2.1.1] —
     for a pubend in a total-order group, the group's merged prefix too."""
     delivered = s.fin
-    for g, members in ctx.groups.items():
-        if p in members:
-            gs = st.groups.get(g)
-            if gs is not None:
-                delivered = min(delivered, gs.merged - 1)
+    for g in ctx.groups_of.get(p, ()):
+        gs = st.groups.get(g)
+        if gs is not None:
+            delivered = min(delivered, gs.merged - 1)
     return ctx.policy.ack_point(delivered, _highest(s))
 
 
@@ -999,10 +1005,10 @@ def _shb_ack(st: NodeState, p: str, s: Stream, now: int, out: Out, force: bool) 
     if ctx.config.ack_delay_us and not force:
         if not s.ack_armed:
             out.append(SetTimer(key=_timer(st, "ack", p), at=now + ctx.config.ack_delay_us))
-            return attrs.evolve(s, ack_armed=True)
+            return evolve(s, ack_armed=True)
         return s
     _send_up(ctx, st, s, Ack(pubend=p, upto=point, retransmission=force), out)
-    return attrs.evolve(s, acked_sent=max(point, s.acked_sent))
+    return evolve(s, acked_sent=max(point, s.acked_sent))
 
 
 def _deliver(st: NodeState, index: FilterIndex, p: str, d: Data, out: Out) -> None:
@@ -1014,38 +1020,38 @@ def _deliver(st: NodeState, index: FilterIndex, p: str, d: Data, out: Out) -> No
 def _shb_advance(
     st: NodeState, p: str, s: Stream, now: int, out: Out, labels: list[str]
 ) -> tuple[NodeState, Stream]:
-    """Advance the doubt horizon and deliver [GD §2.3]; then the total-order merges."""
+    """Advance the doubt horizon and deliver [GD §2.3]; then the total-order merges. The
+    returned state holds the returned stream only when ``p`` is merged (else the caller puts
+    it)."""
     ctx = st.ctx
+    in_groups = ctx.groups_of.get(p, ())
     h = ctx.policy.doubt_horizon(s.fin, _known(s))
-    in_groups = [g for g, members in ctx.groups.items() if p in members]
-    if h <= s.fin + 1:
+    if h > s.fin + 1:
+        data = data_above(s.data, h - 1)
+        ready = s.data[: len(s.data) - len(data)]
+        if ready:
+            labels.append("K:D->F")
+            for _t, d in ready:
+                _deliver(st, st.index, p, d, out)
+            if in_groups:
+                groups = st.groups
+                rows = tuple((t, p, d) for t, d in ready)
+                for g in in_groups:
+                    gs = groups[g]
+                    groups = groups.set(g, evolve(gs, buffer=(*gs.buffer, *rows)))
+                st = evolve(st, groups=groups)
+        s = evolve(
+            s,
+            fin=h - 1,
+            data=data,
+            silent=R.clip(s.silent, h, 1 << 62) if s.silent and s.silent[0][0] < h else s.silent,
+            nacked=R.clip(s.nacked, h, 1 << 62) if s.nacked else s.nacked,
+        )
+    if in_groups:
+        st = _put(st, p, s)
         for g in in_groups:
             st = _merge(st, g, out)
-        return st, st.streams.get(p, s)
-    ticks = sorted(t for t in s.data if t < h)
-    groups = st.groups
-    for t in ticks:
-        d = s.data[t]
-        _deliver(st, st.index, p, d, out)
-        for g in in_groups:
-            gs = groups[g]
-            groups = groups.set(g, attrs.evolve(gs, buffer=(*gs.buffer, (t, p, d))))
-    if ticks:
-        labels.append("K:D->F")
-        data = pmap({t: x for t, x in s.data.items() if t >= h})
-    else:
-        data = s.data
-    s = attrs.evolve(
-        s,
-        fin=h - 1,
-        data=data,
-        silent=R.clip(s.silent, h, 1 << 62),
-        nacked=R.clip(s.nacked, h, 1 << 62),
-    )
-    st = attrs.evolve(st, streams=st.streams.set(p, s), groups=groups)
-    for g in in_groups:
-        st = _merge(st, g, out)
-    return st, st.streams[p]
+    return st, s
 
 
 def _merge(st: NodeState, g: str, out: Out) -> NodeState:
@@ -1062,7 +1068,7 @@ def _merge(st: NodeState, g: str, out: Out) -> NodeState:
     for _t, p, d in ready:
         _deliver(st, gs.index, p, d, out)
     rest = tuple(e for e in buffer if e[0] >= merged)
-    return attrs.evolve(st, groups=st.groups.set(g, attrs.evolve(gs, merged=merged, buffer=rest)))
+    return evolve(st, groups=st.groups.set(g, evolve(gs, merged=merged, buffer=rest)))
 
 
 def _first(e: tuple[int, str, Data]) -> int:
@@ -1071,11 +1077,11 @@ def _first(e: tuple[int, str, Data]) -> int:
 
 def _gap_limit(st: NodeState, p: str, s: Stream) -> int:
     hi = _highest(s)
-    for members in st.ctx.groups.values():
-        if p in members:
-            for m in members:
-                if m != p:
-                    hi = max(hi, _stream(st, m).fin)
+    ctx = st.ctx
+    for g in ctx.groups_of.get(p, ()):
+        for m in ctx.groups[g]:
+            if m != p:
+                hi = max(hi, _stream(st, m).fin)
     return hi
 
 
@@ -1088,7 +1094,7 @@ def _arm_gct(st: NodeState, p: str, s: Stream, now: int, out: Out) -> Stream:
     if hi <= s.fin:
         return s
     out.append(SetTimer(key=_timer(st, "gct", p), at=now + st.ctx.config.gct_us))
-    return attrs.evolve(s, gct_mark=hi)
+    return evolve(s, gct_mark=hi)
 
 
 def _shb_nack(
@@ -1100,14 +1106,14 @@ def _shb_nack(
     ctx = st.ctx
     labels.append("C:N->C")
     _send_nacks(ctx, st, s, p, rs, False, out)
-    s = attrs.evolve(
+    s = evolve(
         s,
         nacked=R.union(s.nacked, rs),
         nack_at=now if s.nack_at is None else s.nack_at,
     )
     if not s.nrt_armed:
         out.append(SetTimer(key=_timer(st, "nrt", p), at=now + s.rto_cur))
-        s = attrs.evolve(s, nrt_armed=True)
+        s = evolve(s, nrt_armed=True)
     return s
 
 
@@ -1127,7 +1133,7 @@ def _rtt_sample(cfg: GDConfig, s: Stream, now: int) -> Stream:
             dev >> cfg.rto_beta_shift if dev >= 0 else -((-dev) >> cfg.rto_beta_shift)
         )
     rto = min(max(cfg.min_repetition_us, srtt + cfg.rto_k * rttvar), cfg.backoff_cap_us)
-    return attrs.evolve(s, srtt=srtt, rttvar=rttvar, rto_est=rto)
+    return evolve(s, srtt=srtt, rttvar=rttvar, rto_est=rto)
 
 
 def _shb_knowledge(
@@ -1141,34 +1147,34 @@ def _shb_knowledge(
     if ctx.config.best_effort:
         if msg.data is not None:
             _deliver(st, st.index, p, msg.data, out)
-            for g, members in ctx.groups.items():
-                if p in members:
-                    _deliver(st, st.groups[g].index, p, msg.data, out)
+            for g in ctx.groups_of.get(p, ()):
+                gs = st.groups.get(g)
+                if gs is not None:
+                    _deliver(st, gs.index, p, msg.data, out)
         return st
     s0 = _stream(st, p)
     s, _new, changed = _accumulate(s0, msg, labels, out, inp)
     if s.last_sender != sender:
-        s = attrs.evolve(s, last_sender=sender)
+        s = evolve(s, last_sender=sender)
     if changed and s.nacked:
         left = R.subtract(s.nacked, _known(s))
         left = R.clip(left, s.fin + 1, 1 << 62)
         if left != s.nacked:
             s = _rtt_sample(ctx.config, s, now)
-            s = attrs.evolve(s, nacked=left)
+            s = evolve(s, nacked=left)
             if not left:
-                s = attrs.evolve(s, nack_at=None, repeated=False, rto_cur=s.rto_est)
-    st = _put(st, p, s)
+                s = evolve(s, nack_at=None, repeated=False, rto_cur=s.rto_est)
     if changed:
         st, s = _shb_advance(st, p, s, now, out, labels)
         s = _shb_ack(st, p, s, now, out, False)
         s = _arm_gct(st, p, s, now, out)
-        st = _put(st, p, s)
-        for members in ctx.groups.values():
-            if p in members:
-                for m in members:
-                    if m != p:
-                        sm = _shb_ack(st, m, _stream(st, m), now, out, False)
-                        st = _put(st, m, _arm_gct(st, m, sm, now, out))
+    st = _put(st, p, s)
+    if changed:
+        for g in ctx.groups_of.get(p, ()):
+            for m in ctx.groups[g]:
+                if m != p:
+                    sm = _shb_ack(st, m, _stream(st, m), now, out, False)
+                    st = _put(st, m, _arm_gct(st, m, sm, now, out))
     return st
 
 
@@ -1225,7 +1231,7 @@ def on_receive(state: NodeState, inp: Receive, now: int) -> Step:
         reach = tuple(msg.reach)
         if state.status.get(sender) == reach:
             return state, ()
-        return attrs.evolve(state, status=state.status.set(sender, reach)), ()
+        return evolve(state, status=state.status.set(sender, reach)), ()
     p = getattr(msg, "pubend", None)
     if not isinstance(msg, Knowledge | Ack | Nack | AckExpected) or p not in ctx.pubends:
         return state, (
@@ -1297,11 +1303,11 @@ def on_timer_fired(state: NodeState, inp: TimerFired, now: int) -> Step:
         st = _forget(st, key[3], now, out, labels)
     elif kind == "ack" and len(key) == 4:
         p = key[3]
-        s = attrs.evolve(_stream(st, p), ack_armed=False)
+        s = evolve(_stream(st, p), ack_armed=False)
         point = _ack_point(ctx, st, p, s)
         if point > s.acked_sent:
             _send_up(ctx, st, s, Ack(pubend=p, upto=point), out)
-            s = attrs.evolve(s, acked_sent=point)
+            s = evolve(s, acked_sent=point)
         st = _put(st, p, s)
     elif kind == "gct" and len(key) == 4:
         st = _gct(st, key[3], now, out, labels)
@@ -1350,7 +1356,7 @@ def _forget(st: NodeState, p: str, now: int, out: Out, labels: list[str]) -> Nod
                 at=min(e[2] for e in keep) + st.ctx.config.min_repetition_us,
             )
         )
-    s = attrs.evolve(s, curious=keep, forget_armed=bool(keep))
+    s = evolve(s, curious=keep, forget_armed=bool(keep))
     return _put(st, p, s)
 
 
@@ -1358,7 +1364,7 @@ def _gct(st: NodeState, p: str, now: int, out: Out, labels: list[str]) -> NodeSt
     """The gap curiosity threshold expired: nack the gap's Q ticks [GD §3.2]."""
     s = _stream(st, p)
     mark = s.gct_mark
-    s = attrs.evolve(s, gct_mark=None)
+    s = evolve(s, gct_mark=None)
     if mark is not None and mark > s.fin:
         q = R.subtract(R.subtract(((s.fin + 1, mark),), _known(s)), s.nacked)
         s = _shb_nack(st, p, s, q, now, out, labels)
@@ -1371,16 +1377,16 @@ def _gct(st: NodeState, p: str, now: int, out: Out, labels: list[str]) -> NodeSt
 def _nrt(st: NodeState, p: str, now: int, out: Out) -> NodeState:
     """Repeat unsatisfied nacks with exponential backoff [GD §3.1, §3.2]."""
     ctx = st.ctx
-    s = attrs.evolve(_stream(st, p), nrt_armed=False)
+    s = evolve(_stream(st, p), nrt_armed=False)
     left = R.clip(R.subtract(s.nacked, _known(s)), s.fin + 1, 1 << 62)
     if not left:
-        s = attrs.evolve(s, nacked=(), nack_at=None, repeated=False, rto_cur=s.rto_est)
+        s = evolve(s, nacked=(), nack_at=None, repeated=False, rto_cur=s.rto_est)
         return _put(st, p, s)
     if ctx.policy.repeat_nacks:
         _send_nacks(ctx, st, s, p, left, True, out)
         rto = min(s.rto_cur * 2, ctx.config.backoff_cap_us)
         out.append(SetTimer(key=_timer(st, "nrt", p), at=now + rto))
-        s = attrs.evolve(s, nacked=left, repeated=True, rto_cur=rto, nrt_armed=True)
+        s = evolve(s, nacked=left, repeated=True, rto_cur=rto, nrt_armed=True)
     return _put(st, p, s)
 
 
@@ -1392,17 +1398,17 @@ def on_link_changed(state: NodeState, inp: LinkChanged, now: int) -> Step:
     if inp.up:
         if n not in state.links_down:
             return state, ()
-        return attrs.evolve(state, links_down=state.links_down.remove(n)), ()
+        return evolve(state, links_down=state.links_down.remove(n)), ()
     if n in state.links_down:
         return state, ()
-    st = attrs.evolve(state, links_down=state.links_down.add(n), status=state.status.discard(n))
+    st = evolve(state, links_down=state.links_down.add(n), status=state.status.discard(n))
     streams = st.streams
     for p in sorted(streams):
         s = streams[p]
         if s.last_sender == n:
-            streams = streams.set(p, attrs.evolve(s, last_sender=None))
+            streams = streams.set(p, evolve(s, last_sender=None))
     if streams is not st.streams:
-        st = attrs.evolve(st, streams=streams)
+        st = evolve(st, streams=streams)
     return st, ()
 
 
@@ -1422,12 +1428,10 @@ def on_connect(state: NodeState, inp: Connect, now: int) -> Step:
     g = ctx.sub_groups.get(inp.subscriber)
     if g is not None and g in st.groups:
         gs = st.groups[g]
-        st = attrs.evolve(
-            st, groups=st.groups.set(g, attrs.evolve(gs, index=gs.index.add(inp.subscriber, f)))
-        )
+        st = evolve(st, groups=st.groups.set(g, evolve(gs, index=gs.index.add(inp.subscriber, f))))
     else:
-        st = attrs.evolve(st, index=st.index.add(inp.subscriber, f))
-    st = attrs.evolve(st, connections=st.connections.set(inp.subscriber, inp.connection))
+        st = evolve(st, index=st.index.add(inp.subscriber, f))
+    st = evolve(st, connections=st.connections.set(inp.subscriber, inp.connection))
     return st, ()
 
 
@@ -1438,8 +1442,8 @@ def _drop_subscriber(st: NodeState, sub: str) -> NodeState:
     for g in sorted(groups):
         gs = groups[g]
         if sub in gs.index.filters:
-            groups = groups.set(g, attrs.evolve(gs, index=gs.index.remove(sub)))
-    return attrs.evolve(
+            groups = groups.set(g, evolve(gs, index=gs.index.remove(sub)))
+    return evolve(
         st, index=st.index.remove(sub), groups=groups, connections=st.connections.remove(sub)
     )
 
@@ -1472,9 +1476,9 @@ def on_restart(state: NodeState, inp: Restart, now: int) -> Step:
             while silent and silent[0][0] <= fin + 1:
                 fin = max(fin, silent[0][1])
                 silent = silent[1:]
-            streams[p] = Stream(fin=fin, silent=silent, data=log.entries)
+            streams[p] = Stream(fin=fin, silent=silent, data=tuple(sorted(log.entries.items())))
             assigned[p] = top
-        st = attrs.evolve(st, streams=pmap(streams), assigned=pmap(assigned))
+        st = evolve(st, streams=pmap(streams), assigned=pmap(assigned))
         for p in ctx.hosted:
             entries = st.log.get(p, PubendLog()).entries
             if entries:
@@ -1486,7 +1490,7 @@ def on_restart(state: NodeState, inp: Restart, now: int) -> Step:
         for p in ctx.pubends:
             streams[p] = Stream(fin=start, acked_sent=-1, rto_est=cfg.nrt_us, rto_cur=cfg.nrt_us)
         groups = {g: GroupState(merged=start + 1) for g in ctx.groups}
-        st = attrs.evolve(st, streams=pmap(streams), groups=pmap(groups))
+        st = evolve(st, streams=pmap(streams), groups=pmap(groups))
     out.append(SetTimer(key=_timer(st, "status"), at=now + cfg.link_status_period_us))
     return st, tuple(out)
 

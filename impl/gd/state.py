@@ -14,8 +14,9 @@ tick Q.
 
 from __future__ import annotations
 
+from bisect import bisect_left, bisect_right
 from collections.abc import Mapping
-from typing import Any, final
+from typing import Any, TypeVar, final
 
 import attrs
 from pyrsistent import PMap, PSet, pmap, pset
@@ -36,6 +37,7 @@ __all__ = [
     "Ostream",
     "PubendLog",
     "Stream",
+    "evolve",
 ]
 
 
@@ -82,7 +84,8 @@ class Stream:
 
     fin: int = -1
     silent: Ranges = ()
-    data: PMap[int, Data] = attrs.field(factory=pmap)
+    #: D ticks above ``fin``: ``(tick, Data)`` pairs, ascending (see :func:`data_put`)
+    data: tuple[tuple[int, Data], ...] = ()
     #: istream C ranges with the time they became C: ``(lo, hi, since)`` [GD §3.1].
     curious: tuple[tuple[int, int, int], ...] = ()
     ostreams: PMap[str, Ostream] = attrs.field(factory=pmap)
@@ -132,7 +135,8 @@ class EdgeFilter:
 @final
 @attrs.frozen(kw_only=True, eq=False)
 class NodeCtx:
-    """Static, topology-derived facts about one broker (shared, never compared)."""
+    """Static, topology-derived facts about one broker (shared, never compared; its maps are
+    read-only views of plain dicts, for fast lookups on every step)."""
 
     name: str
     role: str
@@ -144,19 +148,21 @@ class NodeCtx:
     pubends: tuple[str, ...]
     #: pubends this node hosts (PHB), sorted
     hosted: tuple[str, ...]
-    numbers: PMap[str, int]
-    parent: PMap[str, str | None]
-    children: PMap[str, tuple[str, ...]]
-    filters: PMap[tuple[str, str], EdgeFilter]
-    cell_brokers: PMap[str, tuple[str, ...]]
+    numbers: Mapping[str, int]
+    parent: Mapping[str, str | None]
+    children: Mapping[str, tuple[str, ...]]
+    filters: Mapping[tuple[str, str], EdgeFilter]
+    cell_brokers: Mapping[str, tuple[str, ...]]
     neighbours: tuple[str, ...]
     cell_neighbours: tuple[str, ...]
     #: SHB: the total-order groups read here and their member pubends
-    groups: PMap[str, tuple[str, ...]]
+    groups: Mapping[str, tuple[str, ...]]
+    #: SHB: pubend -> the groups read here that merge it
+    groups_of: Mapping[str, tuple[str, ...]]
     #: SHB: subscriber -> group (topology's choice), None for publisher order
-    sub_groups: PMap[str, str | None]
+    sub_groups: Mapping[str, str | None]
     #: (pubend, downstream cell) -> that cell's own downstream cells (link-status routing)
-    grandchildren: PMap[tuple[str, str], tuple[str, ...]]
+    grandchildren: Mapping[tuple[str, str], tuple[str, ...]]
 
 
 @final
@@ -185,3 +191,54 @@ class NodeState:
     @property
     def role(self) -> str:
         return self.ctx.role
+
+
+_FIELDS: dict[type, tuple[str, ...]] = {}
+_T = TypeVar("_T")
+
+
+def evolve(inst: _T, **changes: Any) -> _T:
+    """A changed copy of one of this module's frozen values — ``attrs.evolve`` without
+    validators or converters (none of these classes has any), several times faster; the GD
+    handlers copy these values on every step."""
+    cls = type(inst)
+    names = _FIELDS.get(cls)
+    if names is None:
+        names = _FIELDS[cls] = tuple(a.name for a in attrs.fields(cls))  # type: ignore[arg-type]
+    new = object.__new__(cls)
+    setter = object.__setattr__
+    for name in names:
+        setter(new, name, changes[name] if name in changes else getattr(inst, name))
+    return new
+
+
+Rows = tuple[tuple[int, Data], ...]
+
+
+def _row_tick(row: tuple[int, Data]) -> int:
+    return row[0]
+
+
+def data_get(rows: Rows, tick: int) -> Data | None:
+    """The D at ``tick`` in ascending ``rows``, or None."""
+    i = bisect_left(rows, tick, key=_row_tick)
+    if i < len(rows) and rows[i][0] == tick:
+        return rows[i][1]
+    return None
+
+
+def data_put(rows: Rows, d: Data) -> Rows:
+    """``rows`` with ``d`` at its tick (a tick already present is kept)."""
+    if not rows or rows[-1][0] < d.tick:
+        return (*rows, (d.tick, d))
+    i = bisect_left(rows, d.tick, key=_row_tick)
+    if i < len(rows) and rows[i][0] == d.tick:
+        return rows
+    return (*rows[:i], (d.tick, d), *rows[i:])
+
+
+def data_above(rows: Rows, fin: int) -> Rows:
+    """The rows with tick > ``fin`` (``rows`` itself when that is all of them)."""
+    if not rows or rows[0][0] > fin:
+        return rows
+    return rows[bisect_right(rows, fin, key=_row_tick) :]
