@@ -57,6 +57,8 @@ def _attrs(value: Mapping[str, Any]) -> PMap[str, Any]:
 
 
 def _ranges(value: Any) -> tuple[tuple[int, int], ...]:
+    if type(value) is tuple and all(type(r) is tuple for r in value):
+        return value
     return tuple((int(lo), int(hi)) for lo, hi in value)
 
 

@@ -125,6 +125,10 @@ __all__ = [
 
 LOG_KEY: Final = "gd-log"
 FILTERED: Final = "K:D->F(filter)"
+#: The D value handed to ``policy.filter_transfer``: the rule judges the kind, the match is
+#: computed by the edge filter (a payload-free stand-in avoids hashing the message).
+_DATA: Final = KD("data")
+_NO_OSTREAM: Final = Ostream()
 _TIMER: Final = "gd"
 
 
@@ -520,19 +524,22 @@ def _forward(
     """Propagate new knowledge of ``p`` to the downstream cells by the rules of [GD §3.1]."""
     policy = ctx.policy
     ostreams = s.ostreams
+    sent_msgs: dict[tuple[int, R.Ranges], Knowledge] = {}
     for c in ctx.children.get(p, ()):
         if only_cell is not None and c != only_cell:
             continue
-        o = ostreams.get(c) or Ostream()
+        o = ostreams.get(c) or _NO_OSTREAM
         o0 = o
         filt = ctx.filters[(p, c)]
-        finals_c = R.clip(msg_finals, o.acked + 1, 1 << 62)
+        finals_c = msg_finals
+        if finals_c and finals_c[0][0] <= o.acked:
+            finals_c = R.clip(msg_finals, o.acked + 1, 1 << 62)
         passing: list[Data] = []
         filtered = o.filtered
         for d in msg_data:
             if d.tick <= o.acked:
                 continue
-            v = policy.filter_transfer(KD(d), filt.matches(d.attributes))
+            v = policy.filter_transfer(_DATA, filt.matches(d.attributes))
             if v.kind is Kind.D:
                 passing.append(d)
             elif v.kind is Kind.F:
@@ -547,34 +554,48 @@ def _forward(
         curious = o.curious
         served: dict[str, R.Ranges] = {}
         if not retrans:
-            new_ticks = {d.tick for d in new_data}
-            first = [d for d in passing if d.tick in new_ticks]
-            for d in first:
+            for d in passing:
+                if d not in new_data:
+                    continue
                 lo = max(o.sent_upto, s.fin) + 1
-                bracket = R.clip(R.union(s.silent, o.filtered), lo, d.tick - 1)
+                known = R.union(s.silent, o.filtered) if o.filtered else s.silent
+                bracket = R.clip(known, lo, d.tick - 1) if known else known
                 # "D F*": the F after the D (pre-assigned by the pubend [GD §2.2]) goes along
-                bracket = R.union(bracket, R.clip(finals_c, d.tick + 1, 1 << 62))
-                to = _send_route(ctx, st, p, c, s.fin, bracket, [d], False, out)
-                if to is not None:
-                    served[to] = R.add(R.union(served.get(to, ()), bracket), d.tick, d.tick)
+                if finals_c and finals_c[-1][1] > d.tick:
+                    bracket = R.union(bracket, R.clip(finals_c, d.tick + 1, 1 << 62))
+                route = _route(ctx, st, p, c)
+                if route is not None:
+                    to, for_cell = route
+                    key = (d.tick, bracket)
+                    msg = sent_msgs.get(key) if for_cell is None else None
+                    if msg is None:
+                        msg = Knowledge(
+                            pubend=p, prefix=s.fin, silence=bracket, data=d, for_cell=for_cell
+                        )
+                        if for_cell is None:
+                            sent_msgs[key] = msg
+                    out.append(Send(to=to, msg=msg))
+                    if for_cell is None and curious:
+                        served[to] = R.add(R.union(served.get(to, ()), bracket), d.tick, d.tick)
                 o = evolve(o, sent_upto=max(o.sent_upto, d.tick))
-            if not first and finals_c and policy.first_time_silence(False):
+            if not passing and finals_c and policy.first_time_silence(False):
                 _send_route(ctx, st, p, c, s.fin, finals_c, (), False, out)
         elif not policy.retransmit_to_nackers_only and (finals_c or passing):
             _send_route(ctx, st, p, c, s.fin, finals_c, passing, True, out)
-        for x in sorted(curious):
-            cx = curious[x]
-            if x in served:
-                cx = R.subtract(cx, served[x])
-            over_f = R.intersect(finals_c, cx)
-            over_d = [d for d in passing if R.contains(cx, d.tick)]
-            if (over_f or over_d) and (retrans or policy.first_time_silence(True)):
-                sent = _emit(out, x, p, s.fin, over_f, over_d, retrans)
-                cx = R.subtract(cx, sent)
-            if cx is not curious[x]:
-                curious = curious.set(x, cx) if cx else curious.remove(x)
-        if curious is not o.curious:
-            o = evolve(o, curious=curious)
+        if curious:
+            for x in sorted(curious):
+                cx = curious[x]
+                if x in served:
+                    cx = R.subtract(cx, served[x])
+                over_f = R.intersect(finals_c, cx)
+                over_d = [d for d in passing if R.contains(cx, d.tick)]
+                if (over_f or over_d) and (retrans or policy.first_time_silence(True)):
+                    sent = _emit(out, x, p, s.fin, over_f, over_d, retrans)
+                    cx = R.subtract(cx, sent)
+                if cx is not curious[x]:
+                    curious = curious.set(x, cx) if cx else curious.remove(x)
+            if curious is not o.curious:
+                o = evolve(o, curious=curious)
         if o is not o0:
             ostreams = ostreams.set(c, o)
     if ostreams is not s.ostreams:
@@ -760,7 +781,7 @@ def _satisfy_nack(
     datas: list[Data] = []
     for t, d in s.data:
         if msg.start <= t <= msg.end and t > top:
-            v = ctx.policy.filter_transfer(KD(d), filt.matches(d.attributes))
+            v = ctx.policy.filter_transfer(_DATA, filt.matches(d.attributes))
             if v.kind is Kind.D:
                 datas.append(d)
             elif v.kind is Kind.F:
