@@ -14,6 +14,7 @@ re-runs it deterministically with the trace recorded.
 from __future__ import annotations
 
 import json
+import multiprocessing
 import os
 import uuid
 from collections.abc import Mapping
@@ -144,16 +145,32 @@ def shrink_campaign_failures(
             picked.append(r)
     picked = picked[: config.max_counterexamples]
     directory: Path = store.counterexample_dir()
-    for r in picked:
-        path = directory / f"seed-{r['seed']}.json"
-        if path.exists():
-            continue
-        try:
-            cx = shrink_seed(config, int(r["seed"]), str(r["invariant"]))
-        except ValueError:
-            continue  # not reproducible (e.g. a wall-clock timeout): nothing to write
-        write_counterexample(cx, path)
+    todo = [
+        (canonical_json(config.to_data()), int(r["seed"]), str(r["invariant"]))
+        for r in picked
+        if not (directory / f"seed-{r['seed']}.json").exists()
+    ]
+    if len(todo) > 1:
+        # independent shrinks run side by side (one process each, up to the core count)
+        ctx = multiprocessing.get_context("fork")
+        with ctx.Pool(min(len(todo), os.cpu_count() or 1)) as pool:
+            shrunk = pool.map(_shrink_job, todo)
+    else:
+        shrunk = [_shrink_job(job) for job in todo]
+    for cx in shrunk:
+        if cx is not None:  # None: not reproducible (e.g. a wall-clock timeout)
+            write_counterexample(cx, directory / f"seed-{cx.seed}.json")
     return sorted(directory.glob("seed-*.json"), key=lambda p: int(p.stem.split("-")[1]))
+
+
+def _shrink_job(job: tuple[str, int, str]) -> Counterexample | None:
+    config_json, seed, invariant = job
+    from gapless.spark_fuzz.config import config_from_json
+
+    try:
+        return shrink_seed(config_from_json(config_json), seed, invariant)
+    except ValueError:
+        return None
 
 
 def load_counterexample(path: str | Path) -> Counterexample:

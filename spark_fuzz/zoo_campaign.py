@@ -1,9 +1,11 @@
 """The bug zoo as campaigns: proof that the checks bite [issue 4 §4].
 
 For every planted bug of ``gapless.spark_fuzz.zoo.ZOO`` — and for the correct protocol,
-``bug = "none"`` — run the *same* campaign (same topology, workload, faults and seeds; only
-the variant differs) and report whether a violation was found, after how many schedules
-(the first violating seed's position, counting from 1), and how many fault events the
+``bug = "none"`` — run the *same* campaigns (a *suite*: by default :data:`DEFAULT_SUITE`, GD
+Figure 3 and the total-order merge graph, because some bugs live in merges and others in
+cells of intermediate brokers; same workload, faults and seeds; only the variant differs) and
+report whether a violation was found, after how many schedules (the first violating seed's
+position in the campaign that found it first, counting from 1), and how many fault events the
 shrunk counterexample of that first violation holds. The correct protocol must not be
 detected; every bug must be.
 
@@ -19,7 +21,37 @@ from gapless.spark_fuzz.campaign import run_campaign
 from gapless.spark_fuzz.config import CampaignConfig, load_config
 from gapless.spark_fuzz.store import read_rows
 
-__all__ = ["run_zoo", "zoo_bugs"]
+__all__ = ["DEFAULT_SUITE", "run_zoo", "suite_configs", "zoo_bugs"]
+
+_FAULTS: dict[str, Any] = {
+    "profile": "rates",
+    "rates": {"drop": 1.0, "duplicate": 0.5, "reorder": 0.8, "disconnect": 0.3},
+}
+DEFAULT_SUITE: tuple[dict[str, Any], ...] = (
+    {
+        "topology": "fig3",
+        "duration_s": 3.0,
+        "workload": {"drain_s": 11.0, "filters": "mixed"},
+        "faults": _FAULTS,
+    },
+    {
+        "topology": "total-order",
+        "duration_s": 3.0,
+        "workload": {"drain_s": 11.0, "filters": "mixed"},
+        "faults": _FAULTS,
+    },
+)
+"""The zoo's campaigns (overrides of a campaign configuration). ``drain_s`` exceeds
+AckExpected's period (AET = 10 s [GD §3.2]) so that liveness can be judged."""
+
+
+def suite_configs(overrides: Mapping[str, Any], path: str | None = None) -> list[CampaignConfig]:
+    """The suite's base configurations: the file at ``path`` alone if given, else
+    :data:`DEFAULT_SUITE`; ``overrides`` (flags, ``None`` = not given) apply to each."""
+    given = {k: v for k, v in overrides.items() if v is not None}
+    if path is not None:
+        return [load_config(path, given)]
+    return [load_config(None, {**entry, **given}) for entry in DEFAULT_SUITE]
 
 
 def zoo_bugs(config: CampaignConfig) -> list[str]:
@@ -31,57 +63,24 @@ def zoo_bugs(config: CampaignConfig) -> list[str]:
 
 
 def run_zoo(
-    base: CampaignConfig,
+    suite: Sequence[CampaignConfig],
     *,
     bugs: Sequence[str] | None = None,
     executor: str = "spark",
     processes: int = 2,
     on_result: Callable[[Mapping[str, Any]], None] | None = None,
 ) -> list[dict[str, Any]]:
-    """One campaign per bug plus ``"none"``; returns the JSON list of issue 4 §4."""
-    names = list(bugs) if bugs is not None else zoo_bugs(base)
+    """The suite's campaigns per bug plus ``"none"``; returns the JSON list of issue 4 §4."""
+    names = list(bugs) if bugs is not None else zoo_bugs(suite[0])
     sc = None
     if executor == "spark":
         from gapless.spark_fuzz.session import start_spark
 
-        sc = start_spark(base.master)
+        sc = start_spark(suite[0].master)
     results: list[dict[str, Any]] = []
     try:
         for bug in [*names, "none"]:
-            overrides = base.to_data()
-            for key in ("fault_profile", "fault_rates"):
-                overrides.pop(key)
-            overrides["faults"] = {
-                "profile": base.fault_profile,
-                "rates": dict(base.fault_rates),
-            }
-            overrides["variant"] = bug
-            overrides["id"] = None
-            overrides["max_counterexamples"] = 1
-            overrides["invariants"] = list(base.invariants)
-            overrides = {k: v for k, v in overrides.items() if v is not None}
-            config = load_config(None, overrides)
-            run = run_campaign(config, executor=executor, processes=processes, spark_context=sc)
-            rows = read_rows(run.directory).to_pylist()
-            violating = sorted(r["seed"] for r in rows if r["verdict"] == "violation")
-            entry: dict[str, Any] = {
-                "bug": bug,
-                "detected": bool(violating),
-                "schedules_to_detect": (violating[0] - config.seed + 1) if violating else None,
-                "shrunk_fault_events": None,
-                "invariant": None,
-                "violations": len(violating),
-                "schedules": len(rows),
-                "campaign_id": config.campaign_id,
-            }
-            if violating:
-                first = next(r for r in rows if r["seed"] == violating[0])
-                entry["invariant"] = first["invariant"]
-                cx_path = run.directory / "_counterexamples" / f"seed-{violating[0]}.json"
-                if cx_path.exists():
-                    from gapless.spark_fuzz.counterexample import load_counterexample
-
-                    entry["shrunk_fault_events"] = load_counterexample(cx_path).shrunk_fault_events
+            entry = _zoo_entry(bug, suite, executor, processes, sc)
             results.append(entry)
             if on_result is not None:
                 on_result(entry)
@@ -89,3 +88,58 @@ def run_zoo(
         if sc is not None:
             sc.stop()
     return results
+
+
+def _zoo_entry(
+    bug: str, suite: Sequence[CampaignConfig], executor: str, processes: int, sc: Any
+) -> dict[str, Any]:
+    entry: dict[str, Any] = {
+        "bug": bug,
+        "detected": False,
+        "schedules_to_detect": None,
+        "shrunk_fault_events": None,
+        "invariant": None,
+        "violations": 0,
+        "schedules": 0,
+        "campaigns": [],
+    }
+    for base in suite:
+        overrides = base.to_data()
+        for key in ("fault_profile", "fault_rates"):
+            overrides.pop(key)
+        overrides["faults"] = {
+            "profile": base.fault_profile,
+            "rates": dict(base.fault_rates),
+        }
+        overrides["variant"] = bug
+        overrides["id"] = None
+        overrides["max_counterexamples"] = 1
+        overrides["invariants"] = list(base.invariants)
+        overrides = {k: v for k, v in overrides.items() if v is not None}
+        config = load_config(None, overrides)
+        run = run_campaign(config, executor=executor, processes=processes, spark_context=sc)
+        rows = read_rows(run.directory).to_pylist()
+        violating = sorted(r["seed"] for r in rows if r["verdict"] == "violation")
+        entry["violations"] += len(violating)
+        entry["schedules"] += len(rows)
+        entry["campaigns"].append(
+            {
+                "campaign_id": config.campaign_id,
+                "topology": config.topology,
+                "violations": len(violating),
+                "schedules": len(rows),
+            }
+        )
+        if not violating:
+            continue
+        position = violating[0] - config.seed + 1
+        if entry["detected"] and position >= entry["schedules_to_detect"]:
+            continue
+        first = next(r for r in rows if r["seed"] == violating[0])
+        entry.update(detected=True, schedules_to_detect=position, invariant=first["invariant"])
+        cx_path = run.directory / "_counterexamples" / f"seed-{violating[0]}.json"
+        if cx_path.exists():
+            from gapless.spark_fuzz.counterexample import load_counterexample
+
+            entry["shrunk_fault_events"] = load_counterexample(cx_path).shrunk_fault_events
+    return entry
