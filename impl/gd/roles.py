@@ -635,6 +635,7 @@ def _advance_ack(
     p: str,
     out: Out,
     labels: list[str],
+    now: int,
     send: bool = True,
 ) -> tuple[Stream, PubendLog | None]:
     """Grow the istream's A prefix [GD §3.1] (D* -> F); ack it upstream when ``send`` (a
@@ -652,15 +653,21 @@ def _advance_ack(
     new_log = None
     if ctx.parent.get(p) is not None:
         if send and prefix > s.acked_sent:
-            _send_up(ctx, st, s, Ack(pubend=p, upto=prefix), out)
-            s = evolve(s, acked_sent=prefix)
+            delay = ctx.config.ack_delay_us
+            if not delay:
+                _send_up(ctx, st, s, Ack(pubend=p, upto=prefix), out)
+                s = evolve(s, acked_sent=prefix)
+            elif not s.ack_armed:
+                # consolidated acks go up at most once per ack_delay_us
+                out.append(SetTimer(key=_timer(st, "ack", p), at=now + delay))
+                s = evolve(s, ack_armed=True)
     elif p in st.log:
         log = st.log[p]
         if prefix > log.floor:
             new_log = evolve(
                 log,
                 floor=prefix,
-                entries=pmap({t: d for t, d in log.entries.items() if t > prefix}),
+                entries=data_above(log.entries, prefix),
             )
     return s, new_log
 
@@ -751,7 +758,7 @@ def _broker_knowledge(
         out,
         labels,
     )
-    s, _ = _advance_ack(ctx, st, s, p, out, labels, FILTERED in labels[n_labels:])
+    s, _ = _advance_ack(ctx, st, s, p, out, labels, now, FILTERED in labels[n_labels:])
     return _put(st, p, s)
 
 
@@ -816,7 +823,7 @@ def _satisfy_nack(
 
 
 def _on_ack(
-    st: NodeState, sender: str, msg: Ack, out: Out, labels: list[str], inp: Any
+    st: NodeState, sender: str, msg: Ack, now: int, out: Out, labels: list[str], inp: Any
 ) -> NodeState:
     ctx = st.ctx
     p = msg.pubend
@@ -833,7 +840,7 @@ def _on_ack(
         o, acked=msg.upto, filtered=R.clip(o.filtered, msg.upto + 1, 1 << 62), curious=curious
     )
     s = evolve(s, ostreams=s.ostreams.set(c, o))
-    s, log = _advance_ack(ctx, st, s, p, out, labels)
+    s, log = _advance_ack(ctx, st, s, p, out, labels, now)
     return _put(st, p, s, log)
 
 
@@ -929,12 +936,12 @@ def on_publish(state: NodeState, inp: Publish, now: int) -> Step:
         )
     )
     if ctx.policy.publish_before_logged:
-        st = _publish_logged(st, p, d, reserved, out, labels)
+        st = _publish_logged(st, p, d, reserved, now, out, labels)
     return _finish(state, st, out, labels)
 
 
 def _publish_logged(
-    st: NodeState, p: str, d: Data, reserved: int, out: Out, labels: list[str]
+    st: NodeState, p: str, d: Data, reserved: int, now: int, out: Out, labels: list[str]
 ) -> NodeState:
     """The tick is D from now on: forward the message first-time [GD §2.2, §3.1]."""
     ctx = st.ctx
@@ -948,7 +955,7 @@ def _publish_logged(
     s = evolve(s, data=data_put(s.data, d), silent=silent)
     finals: R.Ranges = ((d.tick + 1, reserved),) if reserved > d.tick else ()
     s = _forward(ctx, st, s, p, finals, [d], [d], False, None, out, labels)
-    s, log = _advance_ack(ctx, st, s, p, out, labels)
+    s, log = _advance_ack(ctx, st, s, p, out, labels, now)
     return _put(st, p, s, log)
 
 
@@ -966,14 +973,14 @@ def on_persisted(state: NodeState, inp: Persisted, now: int) -> Step:
     labels: list[str] = []
     reserved = t + state.ctx.config.preassign_us
     log = state.log.get(p) or PubendLog()
-    log = evolve(log, entries=log.entries.set(t, d), reserved=max(log.reserved, reserved))
+    log = evolve(log, entries=data_put(log.entries, d), reserved=max(log.reserved, reserved))
     rest = pend.remove(t)
     st = evolve(
         state,
         log=state.log.set(p, log),
         pending=state.pending.set(p, rest) if rest else state.pending.remove(p),
     )
-    st = _publish_logged(st, p, d, reserved, out, labels)
+    st = _publish_logged(st, p, d, reserved, now, out, labels)
     return _finish(state, st, out, labels)
 
 
@@ -987,7 +994,7 @@ def _phb_silence_tick(st: NodeState, p: str, now: int, out: Out, labels: list[st
     labels.append("K:Q->F")
     finals: R.Ranges = ((last + 1, now - 1),)
     s = _forward(ctx, st, s, p, finals, (), (), False, None, out, labels)
-    s, log = _advance_ack(ctx, st, s, p, out, labels)
+    s, log = _advance_ack(ctx, st, s, p, out, labels, now)
     return _put(st, p, s, log)
 
 
@@ -1280,7 +1287,7 @@ def on_receive(state: NodeState, inp: Receive, now: int) -> Step:
             out.append(Rejected(reason="ack sent to an SHB", input=inp))
             st = state
         else:
-            st = _on_ack(state, sender, msg, out, labels, inp)
+            st = _on_ack(state, sender, msg, now, out, labels, inp)
     else:
         if role == "SHB":
             st = _shb_ack_expected(state, sender, msg, now, out, labels, inp)
@@ -1325,7 +1332,7 @@ def on_timer_fired(state: NodeState, inp: TimerFired, now: int) -> Step:
     elif kind == "ack" and len(key) == 4:
         p = key[3]
         s = evolve(_stream(st, p), ack_armed=False)
-        point = _ack_point(ctx, st, p, s)
+        point = _ack_point(ctx, st, p, s) if ctx.role == "SHB" else s.fin
         if point > s.acked_sent:
             _send_up(ctx, st, s, Ack(pubend=p, upto=point), out)
             s = evolve(s, acked_sent=point)
@@ -1491,19 +1498,19 @@ def on_restart(state: NodeState, inp: Restart, now: int) -> Step:
     if ctx.role == "PHB":
         for p in ctx.hosted:
             log = st.log.get(p) or PubendLog()
-            top = max(now - 1, log.reserved, max(log.entries, default=-1))
-            silent = R.subtract(((log.floor + 1, top),), tuple((t, t) for t in sorted(log.entries)))
+            top = max(now - 1, log.reserved, log.entries[-1][0] if log.entries else -1)
+            silent = R.subtract(((log.floor + 1, top),), tuple((t, t) for t, _ in log.entries))
             fin = log.floor
             while silent and silent[0][0] <= fin + 1:
                 fin = max(fin, silent[0][1])
                 silent = silent[1:]
-            streams[p] = Stream(fin=fin, silent=silent, data=tuple(sorted(log.entries.items())))
+            streams[p] = Stream(fin=fin, silent=silent, data=log.entries)
             assigned[p] = top
         st = evolve(st, streams=pmap(streams), assigned=pmap(assigned))
         for p in ctx.hosted:
             entries = st.log.get(p, PubendLog()).entries
             if entries:
-                _phb_ack_expected(st, p, max(entries), out)
+                _phb_ack_expected(st, p, entries[-1][0], out)
         out.append(SetTimer(key=_timer(st, "silence"), at=now + cfg.silence_period_us))
         out.append(SetTimer(key=_timer(st, "aet"), at=now + cfg.ack_expected_period_us))
     elif ctx.role == "SHB":

@@ -57,7 +57,8 @@ class PubendLog:
     """A pubend's stable storage [GD §2.2]: logged messages above ``floor`` (ticks ``0..floor``
     were acknowledged and released) and the highest tick ever reserved."""
 
-    entries: PMap[int, Data] = attrs.field(factory=pmap)
+    #: ``(tick, Data)`` pairs, ascending
+    entries: tuple[tuple[int, Data], ...] = ()
     floor: int = -1
     reserved: int = -1
 

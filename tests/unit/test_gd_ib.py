@@ -22,7 +22,7 @@ from gapless.impl.gd import (
 )
 from gapless.impl.inputs import LinkChanged, Receive, Restart, TimerFired
 
-CFG = GDConfig()
+CFG = GDConfig(ack_delay_us=0)
 
 
 def line(filters: dict[str, str] | None = None) -> GDTopology:
@@ -213,3 +213,17 @@ def test_coverage_labels_are_observed_when_asked() -> None:
     plain = boot()
     _, eff = handle(plain, Receive(sender="s1", msg=Nack(pubend="P0", start=5, end=9)), 1)
     assert not [e for e in eff if isinstance(e, Observe)]
+
+
+def test_acks_go_up_at_most_once_per_ack_delay() -> None:
+    st = boot(config=GDConfig(ack_delay_us=50_000))
+    st, _ = rx(st, "phb", Knowledge(pubend="P0", silence=((0, 99),), data=data(100)), 10)
+    st, _ = rx(st, "s2", Ack(pubend="P0", upto=300), 15)
+    st, eff = handle(st, Receive(sender="s1", msg=Ack(pubend="P0", upto=200)), 20)
+    assert [e for e in eff if isinstance(e, Send)] == []
+    (timer,) = [e for e in eff if isinstance(e, SetTimer)]
+    assert timer.at == 20 + 50_000
+    st, eff = handle(st, Receive(sender="s1", msg=Ack(pubend="P0", upto=300)), 30)
+    assert eff == ()  # already armed
+    st, eff = handle(st, TimerFired(key=timer.key), timer.at)
+    assert [(e.to, e.msg.upto) for e in eff if isinstance(e, Send)] == [("phb", 300)]
