@@ -16,6 +16,7 @@ import click
 BENCHMARKS: dict[str, str] = {
     "streams": "gapless.benchmarks.streams",
     "spark": "gapless.benchmarks.spark",
+    "sim": "gapless.benchmarks.sim",
 }
 
 

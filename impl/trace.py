@@ -38,7 +38,7 @@ from collections.abc import Set as AbstractSet
 from typing import Any, Final, final
 
 import attrs
-from pyrsistent import PMap, pmap
+from pyrsistent import PMap, PSet, pmap
 
 from gapless.impl.errors import ProtocolMisuse
 
@@ -179,68 +179,98 @@ class TraceRecord:
 # canonical encoding and digest
 # --------------------------------------------------------------------------------------------
 
-_encoders: dict[type, Callable[[Any, list[str]], None]] = {}
+_MEMO_MAX: Final = 200_000
+_memo: dict[int, tuple[Any, str]] = {}
+_kinds: dict[type, tuple[str, tuple[str, ...]]] = {}
+# kind codes: "a" frozen attrs (memoised), "A" mutable attrs, "m" immutable mapping (memoised),
+# "M" mutable mapping, "s" immutable set (memoised), "S" mutable set, "q" sequence, "o" other
+_IMMUTABLE_MAPS: Final = (PMap,)
+_IMMUTABLE_SETS: Final = (frozenset, PSet)
 
 
-def _enc(value: Any, out: list[str]) -> None:
+def _kind(t: type) -> tuple[str, tuple[str, ...]]:
+    got = _kinds.get(t)
+    if got is None:
+        if attrs.has(t):
+            names = tuple(f.name for f in attrs.fields(t))
+            frozen = getattr(t.__setattr__, "__name__", "") == "_frozen_setattrs"
+            got = ("a" if frozen else "A", names)
+        elif issubclass(t, Mapping):
+            got = ("m" if issubclass(t, _IMMUTABLE_MAPS) else "M", ())
+        elif issubclass(t, AbstractSet):
+            got = ("s" if issubclass(t, _IMMUTABLE_SETS) else "S", ())
+        elif issubclass(t, Sequence) and not issubclass(t, (str, bytes)):
+            got = ("q", ())
+        else:
+            got = ("o", ())
+        _kinds[t] = got
+    return got
+
+
+def _encode(value: Any) -> str:
     t = type(value)
-    fast = _encoders.get(t)
-    if fast is not None:
-        fast(value, out)
-        return
+    if t is int:
+        return f"i{value};"
+    if t is str:
+        return f"s{len(value)}:{value}"
     if value is None:
-        out.append("N")
-    elif isinstance(value, bool):
-        out.append("T" if value else "F")
-    elif isinstance(value, enum.Enum):
-        out.append(f"e{t.__name__}.{value.name};")
-    elif isinstance(value, int):
-        out.append(f"i{value};")
-    elif isinstance(value, str):
-        out.append(f"s{len(value)}:{value}")
-    elif isinstance(value, float):
-        out.append(f"f{value!r};")
-    elif isinstance(value, bytes):
-        out.append(f"b{value.hex()};")
-    elif attrs.has(t):
-        out.append(f"@{t.__name__}(")
-        for field in attrs.fields(t):
-            out.append(f"{field.name}=")
-            _enc(getattr(value, field.name), out)
-        out.append(")")
-    elif isinstance(value, Mapping):
-        items = sorted((canonical(k), canonical(v)) for k, v in value.items())
-        out.append("{")
-        for k, v in items:
-            out.append(k)
-            out.append(":")
-            out.append(v)
-        out.append("}")
-    elif isinstance(value, AbstractSet):
-        out.append("<")
-        out.extend(sorted(canonical(v) for v in value))
-        out.append(">")
-    elif isinstance(value, Sequence):
-        out.append("(")
-        for v in value:
-            _enc(v, out)
-        out.append(")")
+        return "N"
+    if t is bool:
+        return "T" if value else "F"
+    if t is tuple:
+        return "(" + "".join([_encode(v) for v in value]) + ")"
+    if t is float:
+        return f"f{value!r};"
+    if isinstance(value, enum.Enum):
+        return f"e{t.__name__}.{value.name};"
+    if isinstance(value, bool):
+        return "T" if value else "F"
+    if isinstance(value, int):
+        return f"i{int(value)};"
+    if isinstance(value, str):
+        return f"s{len(value)}:{value}"
+    if isinstance(value, float):
+        return f"f{float(value)!r};"
+    if isinstance(value, bytes):
+        return f"b{value.hex()};"
+    code, names = _kind(t)
+    memo = code in ("a", "m", "s")
+    if memo:
+        hit = _memo.get(id(value))
+        if hit is not None and hit[0] is value:
+            return hit[1]
+    if code in ("a", "A"):
+        text = (
+            f"@{t.__name__}(" + "".join([f"{n}={_encode(getattr(value, n))}" for n in names]) + ")"
+        )
+    elif code in ("m", "M"):
+        items = sorted([(_encode(k), _encode(v)) for k, v in value.items()])
+        text = "{" + "".join([f"{k}:{v}" for k, v in items]) + "}"
+    elif code in ("s", "S"):
+        text = "<" + "".join(sorted([_encode(v) for v in value])) + ">"
+    elif code == "q":
+        text = "(" + "".join([_encode(v) for v in value]) + ")"
     else:
-        text = repr(value)
-        if " at 0x" in text:
+        rep = repr(value)
+        if " at 0x" in rep:
             raise ProtocolMisuse(
-                f"canonical: cannot encode {t.__name__} value {text!r} stably; allowed: "
+                f"canonical: cannot encode {t.__name__} value {rep!r} stably; allowed: "
                 "None, bool, int, str, float, bytes, enums, attrs classes, mappings, sets, "
                 "sequences and values with an address-free repr"
             )
-        out.append(f"r{t.__name__}:{text};")
+        text = f"r{t.__name__}:{rep};"
+    if memo:
+        if len(_memo) >= _MEMO_MAX:
+            _memo.clear()
+        _memo[id(value)] = (value, text)
+    return text
 
 
 def canonical(value: Any) -> str:
-    """The canonical text encoding of ``value`` (stable across processes and hash seeds)."""
-    out: list[str] = []
-    _enc(value, out)
-    return "".join(out)
+    """The canonical text encoding of ``value`` (stable across processes and hash seeds).
+    Frozen attrs values and immutable pyrsistent containers are encoded once and memoised
+    by identity (they cannot change)."""
+    return _encode(value)
 
 
 @final
@@ -255,10 +285,8 @@ class TraceDigest:
 
     def add(self, record: TraceRecord) -> None:
         """Fold one record into the digest."""
-        out: list[str] = [f"{record.seq}|{record.time}|{record.node}|{record.kind}|"]
-        _enc(record.detail, out)
-        out.append("\n")
-        self._h.update("".join(out).encode("utf-8"))
+        line = f"{record.seq}|{record.time}|{record.node}|{record.kind}|{_encode(record.detail)}\n"
+        self._h.update(line.encode("utf-8"))
         self.records += 1
 
     def hexdigest(self) -> str:

@@ -317,6 +317,7 @@ class Checker:
             got = self.ctx.payload_attributes(d.payload)
             if (
                 got is not None
+                and got is not attrs_
                 and dict(got) != dict(attrs_)
                 and self._fail(
                     "no_e",
