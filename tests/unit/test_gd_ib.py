@@ -143,9 +143,7 @@ def test_first_time_silence_only_towards_curious_brokers() -> None:
     st, _ = rx(st, "s2", Nack(pubend="P0", start=60, end=70), 20)
     st, out = rx(st, "phb", Knowledge(pubend="P0", silence=((51, 80),)), 30)
     ks = [s for s in out if isinstance(s.msg, Knowledge)]
-    assert [(s.to, s.msg.silence, s.msg.retransmission) for s in ks] == [
-        ("s2", ((60, 70),), False)
-    ]
+    assert [(s.to, s.msg.silence, s.msg.retransmission) for s in ks] == [("s2", ((60, 70),), False)]
 
 
 def test_acks_are_consolidated() -> None:
@@ -227,3 +225,33 @@ def test_acks_go_up_at_most_once_per_ack_delay() -> None:
     assert timer.at == 15 + 50_000
     st, eff = handle(st, TimerFired(key=timer.key), timer.at)
     assert [(e.to, e.msg.upto) for e in eff if isinstance(e, Send)] == [("phb", 300)]
+
+
+def test_sideways_routing_through_a_cell_neighbour() -> None:
+    from gapless.impl.gd import LinkStatus, figure3
+
+    states = initial_states(figure3(pubends=1), CFG)
+    b1, _ = handle(states["b1"], Restart(), 0)
+    b2, _ = handle(states["b2"], Restart(), 0)
+    b1, _ = handle(b1, LinkChanged(neighbour="s1", up=False), 5)
+    b1, out = rx(b1, "p1", Knowledge(pubend="P0", silence=((0, 99),), data=data(100)), 10)
+    routes = sorted((s.to, s.msg.for_cell) for s in out if isinstance(s.msg, Knowledge))
+    assert routes == [("b2", "s1"), ("s2", None)]
+    relayed = next(s.msg for s in out if s.to == "b2")
+    b2, out = rx(b2, "b1", relayed, 11)
+    assert [(s.to, s.msg.data.tick) for s in out if isinstance(s.msg, Knowledge)] == [("s1", 100)]
+    # link status: b1 tells p1 it cannot reach s1, so p1 prefers b2 for every pubend [GD §3.1]
+    p1, _ = handle(states["p1"], Restart(), 0)
+    b1, eff = handle(b1, TimerFired(key=("gd", b1.epoch, "status")), 500_000)
+    status = next(e.msg for e in eff if isinstance(e, Send) and e.to == "p1")
+    assert isinstance(status, LinkStatus)
+    assert "s1" not in status.reach
+    p1, _ = handle(p1, Receive(sender="b1", msg=status), 500_001)
+    assert p1.status["b1"] == status.reach
+    from gapless.impl.effects import Persist
+    from gapless.impl.inputs import Persisted, Publish
+
+    p1, eff = handle(p1, Publish(pubend="P0"), 600_000)
+    (persist,) = [e for e in eff if isinstance(e, Persist)]
+    p1, eff = handle(p1, Persisted(key=persist.key), 700_000)
+    assert sorted(e.to for e in eff if isinstance(e, Send)) == ["b2", "b3"]
