@@ -740,9 +740,16 @@ def _broker_knowledge(
         if msg.data is not None:
             _be_forward(ctx, st, p, msg.data, only_cell, out)
         return st
-    s, new_data, _changed = _accumulate(s0, msg, labels, out, inp)
-    if only_cell is None and s.last_sender != sender:
-        s = evolve(s, last_sender=sender)
+    if only_cell is None:
+        s, new_data, _changed = _accumulate(s0, msg, labels, out, inp)
+        if s.last_sender != sender:
+            s = evolve(s, last_sender=sender)
+    else:
+        # A sideways message carries what one cell needs: its silence may cover D ticks that
+        # cell's filter removed, so it is F for that cell only (its ostream), never istream F.
+        core = Knowledge(pubend=p, prefix=msg.prefix, data=msg.data)
+        s, new_data, _changed = _accumulate(s0, core, labels, out, inp)
+        s = _cell_finals(s, only_cell, msg.silence)
     msg_data = [msg.data] if msg.data is not None else []
     n_labels = len(labels)
     s = _forward(
@@ -760,6 +767,20 @@ def _broker_knowledge(
     )
     s, _ = _advance_ack(ctx, st, s, p, out, labels, now, FILTERED in labels[n_labels:])
     return _put(st, p, s)
+
+
+def _cell_finals(s: Stream, cell: str, finals: R.Ranges) -> Stream:
+    """Record ticks known F for one downstream cell only (A there, [GD §2.1.1])."""
+    o = s.ostreams.get(cell) or _NO_OSTREAM
+    add = R.clip(R.normalize(finals), max(s.fin, o.acked) + 1, 1 << 62)
+    if s.data:
+        add = R.subtract(add, tuple((t, t) for t, _ in s.data))
+    if not add:
+        return s
+    filtered = R.union(o.filtered, add)
+    if filtered == o.filtered:
+        return s
+    return evolve(s, ostreams=s.ostreams.set(cell, evolve(o, filtered=filtered)))
 
 
 def _satisfy_nack(
@@ -855,6 +876,9 @@ def _broker_ack_expected(
         out.append(Rejected(reason=f"AckExpected for {p} from {sender}, not upstream", input=inp))
         return st
     s = _stream(st, p)
+    if s.last_sender != sender:
+        # AckExpected is a downstream message of the pubend: acks follow it [GD §3.1]
+        s = evolve(s, last_sender=sender)
     if s.fin >= 0:
         _send_up(ctx, st, s, Ack(pubend=p, upto=s.fin, retransmission=True), out)
     if s.fin < msg.upto:
@@ -865,8 +889,8 @@ def _broker_ack_expected(
                 if route is not None and route[1] is None:
                     out.append(Send(to=route[0], msg=msg))
     if s.fin > s.acked_sent:
-        return _put(st, p, evolve(s, acked_sent=s.fin))
-    return st
+        s = evolve(s, acked_sent=s.fin)
+    return _put(st, p, s)
 
 
 # ==========================================================================================
@@ -1217,6 +1241,9 @@ def _shb_ack_expected(
     if not ctx.policy.answer_ack_expected:
         return st
     s = _stream(st, p)
+    if s.last_sender != sender:
+        # AckExpected is a downstream message of the pubend: acks follow it [GD §3.1]
+        s = evolve(s, last_sender=sender)
     if msg.upto > s.fin:
         q = R.subtract(((s.fin + 1, msg.upto),), _known(s))
         s = _shb_nack(st, p, s, q, now, out, labels)
