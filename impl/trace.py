@@ -240,9 +240,18 @@ def _encode(value: Any) -> str:
         if hit is not None and hit[0] is value:
             return hit[1]
     if code in ("a", "A"):
-        text = (
-            f"@{t.__name__}(" + "".join([f"{n}={_encode(getattr(value, n))}" for n in names]) + ")"
-        )
+        parts = [f"@{t.__name__}("]
+        for n in names:
+            v = getattr(value, n)
+            tv = type(v)
+            if tv is str:
+                parts.append(f"{n}=s{len(v)}:{v}")
+            elif tv is int:
+                parts.append(f"{n}=i{v};")
+            else:
+                parts.append(f"{n}={_encode(v)}")
+        parts.append(")")
+        text = "".join(parts)
     elif code in ("m", "M"):
         items = sorted([(_encode(k), _encode(v)) for k, v in value.items()])
         text = "{" + "".join([f"{k}:{v}" for k, v in items]) + "}"
