@@ -255,3 +255,21 @@ def test_sideways_routing_through_a_cell_neighbour() -> None:
     (persist,) = [e for e in eff if isinstance(e, Persist)]
     p1, eff = handle(p1, Persisted(key=persist.key), 700_000)
     assert sorted(e.to for e in eff if isinstance(e, Send)) == ["b2", "b3"]
+
+
+def test_sideways_silence_is_final_for_its_cell_only() -> None:
+    """Swarm seed 26: silence relayed for one cell (its filter removed a D) must not become
+    istream F, or the other cells' nacks for that D are answered F."""
+    from gapless.impl.gd import figure3
+
+    states = initial_states(figure3(pubends=1), CFG)
+    b2, _ = handle(states["b2"], Restart(), 0)
+    relayed = Knowledge(pubend="P0", prefix=-1, silence=((0, 199),), data=data(200), for_cell="s1")
+    b2, out = rx(b2, "b1", relayed, 10)
+    assert [(s.to, s.msg.data.tick) for s in out if isinstance(s.msg, Knowledge)] == [("s1", 200)]
+    # s2 nacks 100..150: b2 does not know them (only s1's view had them F) -> asks upstream
+    b2, out = rx(b2, "s2", Nack(pubend="P0", start=100, end=150), 20)
+    assert [(s.to, type(s.msg).__name__) for s in out] == [("p1", "Nack")]
+    # s1 nacks the same ticks: they are F for s1, answered at once
+    b2, out = rx(b2, "s1", Nack(pubend="P0", start=100, end=150), 30)
+    assert [(s.to, s.msg.silence) for s in out] == [("s1", ((100, 150),))]

@@ -93,7 +93,9 @@ def test_gap_is_nacked_after_gct_then_repeated_with_backoff() -> None:
     assert nrt3.at - nrt2.at == min(4 * CFG.nrt_us, CFG.backoff_cap_us)
     # the answer fills the gap: delivery resumes, repetition stops
     st, eff = rx(
-        st, Knowledge(pubend="P0", silence=((101, 299),), data=data(300), retransmission=True), nrt3.at - 5
+        st,
+        Knowledge(pubend="P0", silence=((101, 299),), data=data(300), retransmission=True),
+        nrt3.at - 5,
     )
     assert delivered(eff) == [("b", 300), ("b", 400)]
     st, eff = handle(st, TimerFired(key=nrt3.key), nrt3.at)
@@ -107,7 +109,9 @@ def test_rto_follows_measured_round_trips() -> None:
     st, eff = rx(st, Knowledge(pubend="P0", silence=((201, 299),), data=data(300)), 20)
     (gct,) = timers(eff, "gct")
     st, eff = handle(st, TimerFired(key=gct.key), gct.at)
-    st, _ = rx(st, Knowledge(pubend="P0", silence=((101, 200),), retransmission=True), gct.at + 10_000)
+    st, _ = rx(
+        st, Knowledge(pubend="P0", silence=((101, 200),), retransmission=True), gct.at + 10_000
+    )
     s = st.streams["P0"]
     assert s.srtt == 10_000
     assert s.rto_est == CFG.min_repetition_us  # a fast round trip: the floor
@@ -162,7 +166,11 @@ def test_connect_starts_a_new_connection_and_crash_ends_them() -> None:
     down = crash(st)
     up, _ = handle(down, Restart(), 1_000_000)
     assert up.connections == pmap()
-    _, eff = rx(up, Knowledge(pubend="P0", silence=((1_000_000, 1_000_099),), data=data(1_000_100)), 1_000_200)
+    _, eff = rx(
+        up,
+        Knowledge(pubend="P0", silence=((1_000_000, 1_000_099),), data=data(1_000_100)),
+        1_000_200,
+    )
     assert delivered(eff) == []  # nobody connected after the restart yet
 
 
@@ -215,12 +223,14 @@ def test_total_order_merges_by_tick_below_the_least_horizon() -> None:
     st, eff = rx(st, Knowledge(pubend="P0", silence=((101, 199),), data=data(200)), 30)
     assert delivered(eff) == [("p", 200), ("t", 150)]
     # a quiet P1 stalls the merge; its Q ticks below P0's horizon are nacked after GCT
-    gct = [t for t in timers(eff, "gct")]
+    gct = timers(eff, "gct")
     st, eff = handle(st, TimerFired(key=("gd", st.epoch, "gct", "P1")), 30 + CFG.gct_us)
     nacks = sent(eff, Nack)
     assert [(n.pubend, n.start, n.end) for n in nacks] == [("P1", 151, 200)]
     assert gct
-    st, eff = rx(st, Knowledge(pubend="P1", silence=((151, 400),), retransmission=True), 40 + CFG.gct_us)
+    st, eff = rx(
+        st, Knowledge(pubend="P1", silence=((151, 400),), retransmission=True), 40 + CFG.gct_us
+    )
     assert delivered(eff) == [("t", 200)]
 
 
@@ -229,3 +239,15 @@ def test_best_effort_shb_delivers_on_arrival() -> None:
     st, eff = rx(st, Knowledge(pubend="P0", data=data(500, x=1)), 10)
     assert delivered(eff) == [("a", 500), ("b", 500)]
     assert [e for e in eff if isinstance(e, Send)] == []
+
+
+def test_acks_follow_the_broker_that_sent_ack_expected() -> None:
+    """Swarm seeds 3/15/21: after faults an SHB whose last sender is the other broker of the
+    upstream cell must ack the broker whose AckExpected reached it."""
+    from gapless.impl.gd import figure3
+
+    st, _ = handle(initial_states(figure3(pubends=1), CFG)["s1"], Restart(), 0)
+    st, eff = rx(st, Knowledge(pubend="P0", silence=((0, 99),), data=data(100)), 10, sender="b1")
+    assert [e.to for e in eff if isinstance(e, Send)] == ["b1"]
+    st, eff = rx(st, AckExpected(pubend="P0", upto=100), 20, sender="b2")
+    assert [(e.to, type(e.msg).__name__) for e in eff if isinstance(e, Send)] == [("b2", "Ack")]
