@@ -79,7 +79,7 @@ def _two_broker_cpu(
         cpu = time.process_time() - t0
     finally:
         if restore is not None:
-            restore[0].FilterIndex.match = restore[1]  # type: ignore[method-assign]
+            restore[0].FilterIndex.match = restore[1]
     published = len([p for p in wl.publishes if p.at_us < spec.duration_us])
     return {"cpu_s": cpu, "published": float(published), "matching_s": matching[0]}
 

@@ -99,7 +99,11 @@ class GDBinding:
         return states
 
     def publish_input(self, event: PublishEvent) -> Publish:
-        return Publish(pubend=event.pubend, attributes=event.attributes, size=event.size)
+        return Publish(
+            pubend=event.pubend,
+            attributes=event.attributes,  # type: ignore[arg-type]  # attrs converter=pmap
+            size=event.size,
+        )
 
     def logged(self, persist: Persist) -> tuple[str, int, Mapping[str, Any]] | None:
         return logged_tick(persist)

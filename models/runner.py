@@ -245,7 +245,8 @@ def run(
     from gapless.models.world import simulate
 
     try:
-        return simulate(spec, schedule, seed, record_trace=record_trace)
+        outcome: RunOutcome = simulate(spec, schedule, seed, record_trace=record_trace)
+        return outcome
     except GaplessError as exc:
         if isinstance(exc, ProtocolMisuse) and str(exc).startswith("RunSpec"):
             raise

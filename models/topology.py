@@ -30,7 +30,7 @@ one total order, through cell IB1 = b1, b2, to s1 and s2).
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Final
 
 import networkx as nx
@@ -64,7 +64,7 @@ def link_name(a: str, b: str) -> str:
 
 def _build(
     name: str,
-    cells: dict[str, tuple[str, tuple[str, ...]]],
+    cells: Mapping[str, tuple[str, tuple[str, ...]]],
     cell_tree: list[tuple[str, str]],
     pubs: list[tuple[str, str]],
     order: str,

@@ -152,14 +152,20 @@ def generate_workload(
             at = base + i * period + (rng.randint(0, spec.jitter_us) if spec.jitter_us else 0)
             if at >= duration_us:
                 break
-            attrs_ = {
+            attrs_: dict[str, Any] = {
                 "n": i,
                 "loc": LOCS[rng.randrange(len(LOCS))],
                 "p": rng.randrange(10),
                 "k": rng.randrange(spec.keys),
             }
             events.append(
-                PublishEvent(at_us=at, pubend=pubend, index=i, attributes=attrs_, size=spec.size)
+                PublishEvent(
+                    at_us=at,
+                    pubend=pubend,
+                    index=i,
+                    attributes=pmap(attrs_),  # type: ignore[arg-type]  # converter=pmap
+                    size=spec.size,
+                )
             )
             i += 1
     events.sort(key=lambda e: (e.at_us, e.pubend, e.index))
