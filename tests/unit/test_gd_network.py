@@ -448,3 +448,27 @@ def test_the_correct_protocol_passes_every_zoo_scenario(scenario: str) -> None:
 def test_every_planted_bug_is_observable(bug: str) -> None:
     net = zoo_run(policy_by_name(bug), SCENARIO[bug])
     assert verdict(net) != []
+
+
+def test_runs_do_not_depend_on_hash_order() -> None:
+    """Same inputs, same effects, whatever PYTHONHASHSEED (nothing hash-ordered reaches them)."""
+    import os
+    import subprocess
+    import sys
+
+    code = (
+        "import hashlib, sys; sys.path.insert(0, sys.argv[1]);"
+        "import test_gd_network as t;"
+        "n = t.zoo_run(t.PAPER_POLICY, 'loss-upstream');"
+        "from gapless.impl.trace import canonical;"
+        "print(hashlib.sha256(canonical((n.sent, n.delivered)).encode()).hexdigest())"
+    )
+    here = os.path.dirname(__file__)
+    digests = set()
+    for seed in ("1", "2"):
+        env = {**os.environ, "PYTHONHASHSEED": seed}
+        res = subprocess.run(
+            [sys.executable, "-c", code, here], env=env, capture_output=True, text=True, check=True
+        )
+        digests.add(res.stdout.strip())
+    assert len(digests) == 1
