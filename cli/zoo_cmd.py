@@ -31,6 +31,7 @@ DEFAULT_SCHEDULES = 40
 @click.option("--out", default=None, help="Output directory (default out/zoo).")
 @click.option("--master", help="Spark master (default local[*]).")
 @click.option("--bug", "bugs", multiple=True, help="Only these bugs (repeatable).")
+@click.option("--shrink-runs", type=int, help="Simulations one shrink may spend (default 200).")
 @click.option(
     "--executor",
     type=click.Choice(["spark", "processes", "loop"]),
@@ -46,6 +47,7 @@ def zoo(
     out: str | None,
     master: str | None,
     bugs: tuple[str, ...],
+    shrink_runs: int | None,
     executor: str,
     as_json: bool,
 ) -> None:
@@ -66,6 +68,7 @@ def zoo(
         "duration_s": duration_s,
         "out": out if out is not None else (None if config_path else "out/zoo"),
         "master": master,
+        "shrink_runs": shrink_runs,
     }
     try:
         suite = suite_configs(overrides, config_path)

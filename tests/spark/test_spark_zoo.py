@@ -12,7 +12,7 @@ from spark_helpers import gapless
 
 pytestmark = [pytest.mark.spark, pytest.mark.slow]
 
-REDUCED_SCHEDULES = "12"
+REDUCED_SCHEDULES = "6"
 
 
 def test_reduced_zoo_detects_every_bug(tmp_path: Path) -> None:
@@ -20,8 +20,8 @@ def test_reduced_zoo_detects_every_bug(tmp_path: Path) -> None:
         "zoo",
         "--schedules",
         REDUCED_SCHEDULES,
-        "--duration",
-        "6",
+        "--shrink-runs",
+        "40",
         "--out",
         str(tmp_path / "zoo"),
         "--master",
