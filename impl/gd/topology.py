@@ -14,8 +14,9 @@ A :class:`GDTopology` value holds:
 * ``links`` — physical links, unordered pairs (stored sorted);
 * ``pubends`` — pubend id -> the PHB hosting it;
 * ``cell_edges`` — the virtual tree over cells, unordered pairs. The knowledge tree of a pubend
-  [GD §3] is this tree rooted at the cell of the pubend's PHB, unless ``trees`` gives that pubend
-  its own list of ``(parent_cell, child_cell)`` edges;
+  [GD §3] is this tree rooted at the cell of the pubend's PHB, without the other PHB cells (a PHB
+  only publishes), unless ``trees`` gives that pubend its own ``(parent_cell, child_cell)``
+  edges;
 * ``subscribers`` — name -> :class:`SubscriberSpec` (its SHB, its filter text, and the total-order
   ``group`` it reads, or None for publisher order [GD §2.3]);
 * ``edge_filters`` — optional explicit filter text of the edge *into* a cell; every other edge's
@@ -248,6 +249,7 @@ def _orient(t: GDTopology) -> PMap[str, PMap[str, str | None]]:
     for a, b in t.cell_edges:
         adjacency.setdefault(a, set()).add(b)
         adjacency.setdefault(b, set()).add(a)
+    phb_cells = {b.cell for b in t.brokers.values() if b.role == "PHB"}
     out: dict[str, PMap[str, str | None]] = {}
     for p, host in sorted(t.pubends.items()):
         root = t.brokers[host].cell
@@ -262,6 +264,8 @@ def _orient(t: GDTopology) -> PMap[str, PMap[str, str | None]]:
             while frontier:
                 c = frontier.pop()
                 for n in sorted(adjacency.get(c, ())):
+                    if n in phb_cells:
+                        continue  # another pubend's PHB is never downstream [GD §3]
                     if n in parents:
                         if parents[c] != n:
                             raise _fail(f"cell edges form a cycle through {n!r}; allowed: a tree")

@@ -185,3 +185,19 @@ def test_best_effort_pubend_sends_at_once_and_logs_nothing() -> None:
     assert isinstance(send, Send)
     assert send.msg.data is not None
     assert send.msg.silence == ()
+
+
+def test_another_pubends_phb_is_never_downstream() -> None:
+    from gapless.impl.gd import GDTopology, SubscriberSpec
+
+    topo = GDTopology(
+        brokers={"p1": ("PHB", "p1"), "p2": ("PHB", "p2"), "b": ("IB", "B"), "s": ("SHB", "s")},
+        links=[("p1", "b"), ("p2", "b"), ("b", "s")],
+        pubends={"T1": "p1", "T2": "p2"},
+        cell_edges=[("p1", "B"), ("p2", "B"), ("B", "s")],
+        subscribers={"u": SubscriberSpec(shb="s", filter="*", group="g")},
+        groups={"g": ["T1", "T2"]},
+    )
+    assert topo.child_cells("T1", "B") == ("s",)
+    assert topo.child_cells("T2", "B") == ("s",)
+    assert not topo.in_tree("T1", "p2")
