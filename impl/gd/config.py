@@ -97,7 +97,8 @@ class GDConfig:
     #: How often an idle pubend advances silence (Q -> F up to now) [GD §2.2].
     silence_period_us: int = attrs.field(default=100_000, validator=_positive)
     #: F pre-assigned to future ticks after each D, for total-order merges [GD §2.2];
-    #: 0 (the default) leaves future ticks Q.
+    #: 0 (the default) leaves future ticks Q. Keep it below the pubend's mean publication
+    #: interval (see ``spec/gd.md``).
     preassign_us: int = attrs.field(default=0, validator=_non_negative)
     #: Tick residues: pubend number k places its D ticks on t with t % tick_modulus == k, so
     #: pubends that are merged never share a tick [GD §2.2]. At most this many pubends.
