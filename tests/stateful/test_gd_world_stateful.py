@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
 from hypothesis import settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule
@@ -34,9 +35,12 @@ durations = st.integers(min_value=50_000, max_value=3 * _S)
 class GDNetwork(RuleBasedStateMachine):
     """Fig. 3 with mixed content filters; rules are publishes, time steps and faults."""
 
+    variant = "none"
+
     def __init__(self) -> None:
         super().__init__()
         self.spec = RunSpec(
+            variant=self.variant,
             topology="fig3",
             workload=WorkloadSpec(rate_per_pubend=5.0, subscribers_per_shb=1, filters="mixed"),
             duration_us=HORIZON,
@@ -162,3 +166,32 @@ GDNetwork.TestCase.settings = settings(
     deadline=None,
 )
 TestGDNetwork = GDNetwork.TestCase
+
+
+class FilterDropsDNetwork(GDNetwork):
+    """The same machine on a planted bug (``filter-drops-d`` of the bug zoo): it must fail."""
+
+    variant = "filter-drops-d"
+
+
+def test_the_machine_catches_a_planted_bug() -> None:
+    from hypothesis import Phase
+    from hypothesis.stateful import run_state_machine_as_test
+
+    try:
+        import gapless.spark_fuzz.zoo  # noqa: F401
+    except ModuleNotFoundError:  # pragma: no cover - the zoo ships with the package
+        raise AssertionError("the bug zoo is missing") from None
+    with pytest.raises(AssertionError, match="violated"):
+        run_state_machine_as_test(
+            FilterDropsDNetwork,
+            settings=settings(
+                max_examples=10,
+                stateful_step_count=6,
+                deadline=None,
+                derandomize=True,
+                phases=[Phase.generate],
+                database=None,
+                print_blob=False,
+            ),
+        )
