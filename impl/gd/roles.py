@@ -206,6 +206,8 @@ def initial_states(
             policy=policy,
             pubends=pubends,
             hosted=tuple(p for p in pubend_ids if topology.pubends[p] == name),
+            index=_ro({p: i for i, p in enumerate(pubends)}),
+            child_index=_ro({(p, c): i for p in pubends for i, c in enumerate(children[p])}),
             numbers=numbers,
             parent=_ro({p: topology.parent_cell(p, cell) for p in pubends}),
             children=_ro(children),
@@ -335,8 +337,22 @@ def _send_nacks(
 
 
 def _stream(st: NodeState, p: str) -> Stream:
-    s = st.streams.get(p)
-    return Stream() if s is None else s
+    return st.streams[st.ctx.index[p]]
+
+
+def _o(ctx: NodeCtx, s: Stream, p: str, c: str) -> Ostream:
+    """``ostream[p, c]`` [GD §3.1]."""
+    return s.ostreams[ctx.child_index[(p, c)]]
+
+
+def _with_o(ctx: NodeCtx, s: Stream, p: str, c: str, o: Ostream) -> Stream:
+    i = ctx.child_index[(p, c)]
+    return evolve(s, ostreams=(*s.ostreams[:i], o, *s.ostreams[i + 1 :]))
+
+
+def _fresh(ctx: NodeCtx, p: str, **fields: Any) -> Stream:
+    """A new stream of ``p`` with one empty ostream per downstream cell."""
+    return Stream(ostreams=(_NO_OSTREAM,) * len(ctx.children.get(p, ())), **fields)
 
 
 def _data_ranges(s: Stream) -> R.Ranges:
@@ -525,10 +541,10 @@ def _forward(
     policy = ctx.policy
     ostreams = s.ostreams
     sent_msgs: dict[tuple[int, R.Ranges], Knowledge] = {}
-    for c in ctx.children.get(p, ()):
+    for ci, c in enumerate(ctx.children.get(p, ())):
         if only_cell is not None and c != only_cell:
             continue
-        o = ostreams.get(c) or _NO_OSTREAM
+        o = ostreams[ci]
         o0 = o
         filt = ctx.filters[(p, c)]
         finals_c = msg_finals
@@ -597,7 +613,7 @@ def _forward(
             if curious is not o.curious:
                 o = evolve(o, curious=curious)
         if o is not o0:
-            ostreams = ostreams.set(c, o)
+            ostreams = (*ostreams[:ci], o, *ostreams[ci + 1 :])
     if ostreams is not s.ostreams:
         s = evolve(s, ostreams=ostreams)
     return s
@@ -608,15 +624,11 @@ def _a_end(ctx: NodeCtx, s: Stream, p: str, t: int) -> int | None:
     e = R.run_end(s.silent, t)
     if e is not None:
         return e
-    children = ctx.children.get(p, ())
-    if not children:
+    if not s.ostreams:
         return None
     ends: list[int | None] = []
-    for c in children:
-        o = s.ostreams.get(c)
-        if o is None:
-            ends.append(None)
-        elif t <= o.acked:
+    for o in s.ostreams:
+        if t <= o.acked:
             ends.append(o.acked)
         else:
             ends.append(R.run_end(o.filtered, t))
@@ -681,8 +693,7 @@ def _raise_fin(s: Stream, prefix: int, labels: list[str]) -> Stream:
     silent = R.clip(s.silent, prefix + 1, 1 << 62)
     curious = tuple((max(lo, prefix + 1), hi, w) for lo, hi, w in s.curious if hi > prefix)
     ostreams = s.ostreams
-    for c in sorted(ostreams):
-        o = ostreams[c]
+    for ci, o in enumerate(s.ostreams):
         if (o.filtered and o.filtered[0][0] <= prefix) or o.curious:
             o2 = evolve(
                 o,
@@ -690,7 +701,7 @@ def _raise_fin(s: Stream, prefix: int, labels: list[str]) -> Stream:
                 curious=_clip_curious(o.curious, prefix),
             )
             if o2 != o:
-                ostreams = ostreams.set(c, o2)
+                ostreams = (*ostreams[:ci], o2, *ostreams[ci + 1 :])
     return evolve(s, fin=prefix, data=data, silent=silent, curious=curious, ostreams=ostreams)
 
 
@@ -709,8 +720,9 @@ def _put(
 ) -> NodeState:
     if log is not None:
         changes["log"] = st.log.set(p, log)
-    if s is not st.streams.get(p):
-        changes["streams"] = st.streams.set(p, s)
+    i = st.ctx.index[p]
+    if s is not st.streams[i]:
+        changes["streams"] = (*st.streams[:i], s, *st.streams[i + 1 :])
     if not changes:
         return st
     return evolve(st, **changes)
@@ -749,7 +761,7 @@ def _broker_knowledge(
         # cell's filter removed, so it is F for that cell only (its ostream), never istream F.
         core = Knowledge(pubend=p, prefix=msg.prefix, data=msg.data)
         s, new_data, _changed = _accumulate(s0, core, labels, out, inp)
-        s = _cell_finals(s, only_cell, msg.silence)
+        s = _cell_finals(ctx, s, p, only_cell, msg.silence)
     msg_data = [msg.data] if msg.data is not None else []
     n_labels = len(labels)
     s = _forward(
@@ -769,9 +781,9 @@ def _broker_knowledge(
     return _put(st, p, s)
 
 
-def _cell_finals(s: Stream, cell: str, finals: R.Ranges) -> Stream:
+def _cell_finals(ctx: NodeCtx, s: Stream, p: str, cell: str, finals: R.Ranges) -> Stream:
     """Record ticks known F for one downstream cell only (A there, [GD §2.1.1])."""
-    o = s.ostreams.get(cell) or _NO_OSTREAM
+    o = _o(ctx, s, p, cell)
     add = R.clip(R.normalize(finals), max(s.fin, o.acked) + 1, 1 << 62)
     if s.data:
         add = R.subtract(add, tuple((t, t) for t, _ in s.data))
@@ -780,7 +792,7 @@ def _cell_finals(s: Stream, cell: str, finals: R.Ranges) -> Stream:
     filtered = R.union(o.filtered, add)
     if filtered == o.filtered:
         return s
-    return evolve(s, ostreams=s.ostreams.set(cell, evolve(o, filtered=filtered)))
+    return _with_o(ctx, s, p, cell, evolve(o, filtered=filtered))
 
 
 def _satisfy_nack(
@@ -799,7 +811,7 @@ def _satisfy_nack(
     s = _stream(st, p)
     if p in ctx.hosted:
         s, st = _advance_silence(st, p, s, now)
-    o = s.ostreams.get(c) or Ostream()
+    o = _o(ctx, s, p, c)
     want: R.Ranges = ((msg.start, msg.end),)
     finals = R.clip(R.union(s.silent, o.filtered), msg.start, msg.end)
     top = max(s.fin, o.acked)
@@ -824,7 +836,7 @@ def _satisfy_nack(
         o = evolve(
             o, curious=o.curious.set(sender, R.union(o.curious.get(sender, ()), unsatisfied))
         )
-        s = evolve(s, ostreams=s.ostreams.set(c, o))
+        s = _with_o(ctx, s, p, c, o)
         if ctx.parent.get(p) is not None:
             already = R.normalize((lo, hi) for lo, hi, _ in s.curious)
             newly = R.subtract(unsatisfied, already)
@@ -853,14 +865,14 @@ def _on_ack(
         out.append(Rejected(reason=f"ack for {p} from {sender}, not downstream", input=inp))
         return st
     s = _stream(st, p)
-    o = s.ostreams.get(c) or Ostream()
+    o = _o(ctx, s, p, c)
     if msg.upto <= o.acked:
         return st
     curious = _clip_curious(o.curious, msg.upto)
     o = evolve(
         o, acked=msg.upto, filtered=R.clip(o.filtered, msg.upto + 1, 1 << 62), curious=curious
     )
-    s = evolve(s, ostreams=s.ostreams.set(c, o))
+    s = _with_o(ctx, s, p, c, o)
     s, log = _advance_ack(ctx, st, s, p, out, labels, now)
     return _put(st, p, s, log)
 
@@ -882,9 +894,8 @@ def _broker_ack_expected(
     if s.fin >= 0:
         _send_up(ctx, st, s, Ack(pubend=p, upto=s.fin, retransmission=True), out)
     if s.fin < msg.upto:
-        for c in ctx.children.get(p, ()):
-            o = s.ostreams.get(c)
-            if o is None or o.acked < msg.upto:
+        for c, o in zip(ctx.children.get(p, ()), s.ostreams, strict=True):
+            if o.acked < msg.upto:
                 route = _route(ctx, st, p, c)
                 if route is not None and route[1] is None:
                     out.append(Send(to=route[0], msg=msg))
@@ -909,7 +920,7 @@ def _advance_silence(st: NodeState, p: str, s: Stream, now: int) -> tuple[Stream
         fin = max(fin, silent[0][1])
         silent = silent[1:]
     s = evolve(s, silent=silent, fin=fin)
-    st = evolve(st, assigned=st.assigned.set(p, now - 1), streams=st.streams.set(p, s))
+    st = _put(st, p, s, assigned=st.assigned.set(p, now - 1))
     return s, st
 
 
@@ -946,11 +957,12 @@ def on_publish(state: NodeState, inp: Publish, now: int) -> Step:
         labels.append("K:Q->F")
     reserved = t + cfg.preassign_us
     pending = state.pending.get(p, pmap()).set(t, d)
-    st = evolve(
+    st = _put(
         state,
+        p,
+        s,
         assigned=state.assigned.set(p, reserved),
         pending=state.pending.set(p, pending),
-        streams=state.streams.set(p, s),
     )
     out.append(
         Persist(
@@ -1025,9 +1037,8 @@ def _phb_silence_tick(st: NodeState, p: str, now: int, out: Out, labels: list[st
 def _phb_ack_expected(st: NodeState, p: str, upto: int, out: Out) -> None:
     ctx = st.ctx
     s = _stream(st, p)
-    for c in ctx.children.get(p, ()):
-        o = s.ostreams.get(c)
-        if o is None or o.acked < upto:
+    for c, o in zip(ctx.children.get(p, ()), s.ostreams, strict=True):
+        if o.acked < upto:
             route = _route(ctx, st, p, c)
             if route is not None and route[1] is None:
                 out.append(Send(to=route[0], msg=AckExpected(pubend=p, upto=upto)))
@@ -1457,12 +1468,10 @@ def on_link_changed(state: NodeState, inp: LinkChanged, now: int) -> Step:
     if n in state.links_down:
         return state, ()
     st = evolve(state, links_down=state.links_down.add(n), status=state.status.discard(n))
-    streams = st.streams
-    for p in sorted(streams):
-        s = streams[p]
-        if s.last_sender == n:
-            streams = streams.set(p, evolve(s, last_sender=None))
-    if streams is not st.streams:
+    if any(s.last_sender == n for s in st.streams):
+        streams = tuple(
+            evolve(s, last_sender=None) if s.last_sender == n else s for s in st.streams
+        )
         st = evolve(st, streams=streams)
     return st, ()
 
@@ -1518,9 +1527,9 @@ def on_restart(state: NodeState, inp: Restart, now: int) -> Step:
     cfg = ctx.config
     st = NodeState(ctx=ctx, up=True, epoch=state.epoch + 1, log=state.log)
     out: Out = []
+    streams = {p: _fresh(ctx, p) for p in ctx.pubends}
     if cfg.best_effort:
-        return st, ()
-    streams = {}
+        return evolve(st, streams=tuple(streams.values())), ()
     assigned = {}
     if ctx.role == "PHB":
         for p in ctx.hosted:
@@ -1531,9 +1540,9 @@ def on_restart(state: NodeState, inp: Restart, now: int) -> Step:
             while silent and silent[0][0] <= fin + 1:
                 fin = max(fin, silent[0][1])
                 silent = silent[1:]
-            streams[p] = Stream(fin=fin, silent=silent, data=log.entries)
+            streams[p] = _fresh(ctx, p, fin=fin, silent=silent, data=log.entries)
             assigned[p] = top
-        st = evolve(st, streams=pmap(streams), assigned=pmap(assigned))
+        st = evolve(st, streams=tuple(streams.values()), assigned=pmap(assigned))
         for p in ctx.hosted:
             entries = st.log.get(p, PubendLog()).entries
             if entries:
@@ -1543,9 +1552,13 @@ def on_restart(state: NodeState, inp: Restart, now: int) -> Step:
     elif ctx.role == "SHB":
         start = now - 1
         for p in ctx.pubends:
-            streams[p] = Stream(fin=start, acked_sent=-1, rto_est=cfg.nrt_us, rto_cur=cfg.nrt_us)
+            streams[p] = _fresh(
+                ctx, p, fin=start, acked_sent=-1, rto_est=cfg.nrt_us, rto_cur=cfg.nrt_us
+            )
         groups = {g: GroupState(merged=start + 1) for g in ctx.groups}
-        st = evolve(st, streams=pmap(streams), groups=pmap(groups))
+        st = evolve(st, streams=tuple(streams.values()), groups=pmap(groups))
+    else:
+        st = evolve(st, streams=tuple(streams.values()))
     out.append(SetTimer(key=_timer(st, "status"), at=now + cfg.link_status_period_us))
     return st, tuple(out)
 

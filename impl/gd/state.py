@@ -89,7 +89,8 @@ class Stream:
     data: tuple[tuple[int, Data], ...] = ()
     #: istream C ranges with the time they became C: ``(lo, hi, since)`` [GD §3.1].
     curious: tuple[tuple[int, int, int], ...] = ()
-    ostreams: PMap[str, Ostream] = attrs.field(factory=pmap)
+    #: one per downstream cell, in the order of ``NodeCtx.children[pubend]``
+    ostreams: tuple[Ostream, ...] = ()
     last_sender: str | None = None
     acked_sent: int = -1
     forget_armed: bool = False
@@ -149,6 +150,10 @@ class NodeCtx:
     pubends: tuple[str, ...]
     #: pubends this node hosts (PHB), sorted
     hosted: tuple[str, ...]
+    #: pubend -> its position in ``pubends`` (and in ``NodeState.streams``)
+    index: Mapping[str, int]
+    #: (pubend, downstream cell) -> its position in ``children[pubend]`` (and in ``ostreams``)
+    child_index: Mapping[tuple[str, str], int]
     numbers: Mapping[str, int]
     parent: Mapping[str, str | None]
     children: Mapping[str, tuple[str, ...]]
@@ -175,7 +180,8 @@ class NodeState:
     ctx: NodeCtx = attrs.field(eq=False, repr=False)
     up: bool = True
     epoch: int = 0
-    streams: PMap[str, Stream] = attrs.field(factory=pmap)
+    #: one per pubend of ``NodeCtx.pubends``, in that order (empty until the node boots)
+    streams: tuple[Stream, ...] = ()
     log: PMap[str, PubendLog] = attrs.field(factory=pmap)
     pending: PMap[str, PMap[int, Data]] = attrs.field(factory=pmap)
     assigned: PMap[str, int] = attrs.field(factory=pmap)
@@ -188,6 +194,10 @@ class NodeState:
     @property
     def name(self) -> str:
         return self.ctx.name
+
+    def stream(self, pubend: str) -> Stream:
+        """The node's stream of ``pubend`` (istream at a PHB/IB, subend stream at an SHB)."""
+        return self.streams[self.ctx.index[pubend]]
 
     @property
     def role(self) -> str:

@@ -112,7 +112,7 @@ def test_rto_follows_measured_round_trips() -> None:
     st, _ = rx(
         st, Knowledge(pubend="P0", silence=((101, 200),), retransmission=True), gct.at + 10_000
     )
-    s = st.streams["P0"]
+    s = st.stream("P0")
     assert s.srtt == 10_000
     assert s.rto_est == CFG.min_repetition_us  # a fast round trip: the floor
     assert s.rto_cur == s.rto_est
