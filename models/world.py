@@ -369,7 +369,8 @@ class World:
             self.active[index] = True
         elif not self.active.get(index):
             return
-        self._rec(tgt.split("|")[0].split(",")[0], "fault", Fault(kind=k, target=tgt, phase=phase))
+        where = self.subs[tgt].shb if k == "disconnect" else tgt.split("|")[0].split(",")[0]
+        self._rec(where, "fault", Fault(kind=k, target=tgt, phase=phase))
         if k == "crash":
             if phase == "start":
                 self._crash(tgt)
