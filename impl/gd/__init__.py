@@ -40,7 +40,16 @@ What the wire shows (for conformance invariants):
 * Retransmitted knowledge (``retransmission=True``) and first-time *silence* messages go only to
   brokers whose nacks are outstanding for an overlapping tick; first-time data goes along the
   routed link of every cell whose edge filter matches.
-* An SHB acks only its delivered prefix (for total-order groups, the merged delivered prefix).
+* An SHB acks only its delivered prefix (for total-order groups, the merged delivered prefix);
+  SHBs and IBs send acks at most once per ``config.ack_delay_us`` (AckExpected is answered at
+  once). Acks and nacks go to the upstream broker that last sent knowledge or AckExpected of the
+  pubend (every up broker of the upstream cell when unknown or its link is down).
+* A sideways message (``Knowledge.for_cell``) between brokers of one cell carries that cell's
+  view: its silence is F for that cell only.
+
+Reading state (tests, debugging — never for judging correctness): ``NodeState.stream(pubend)``
+gives the node's stream (``fin``, ``silent``, ``data``, ``ostreams``...), ``NodeState.log`` the
+pubend's stable log.
 
 Topology: :class:`GDTopology` (see :mod:`gapless.impl.gd.topology`; :func:`figure3` and
 :func:`two_broker` build the paper's networks). Total order: ``groups`` names merge groups and a
