@@ -87,13 +87,20 @@ def zoo(
         raise SystemExit(2)
 
     def show(entry: Any) -> None:
-        if not as_json:
-            mark = "detected" if entry["detected"] else "NOT detected"
+        if as_json:
+            return
+        tally = f"{entry['violations']}/{entry['schedules']} schedules violating"
+        if entry["bug"] == "none":
+            verdict = "FAILED (a false alarm or a real bug)" if entry["detected"] else "passed"
+            click.echo(f"{'none (correct protocol)':<32} {verdict}; {tally}")
+        elif entry["detected"]:
             click.echo(
-                f"{entry['bug']:<32} {mark:<13} after {entry['schedules_to_detect']} schedules; "
-                f"{entry['violations']}/{entry['schedules']} violating; invariant "
-                f"{entry['invariant']}; shrunk to {entry['shrunk_fault_events']} fault events"
+                f"{entry['bug']:<32} detected after {entry['schedules_to_detect']} schedule(s) "
+                f"by {entry['invariant']}; shrunk to {entry['shrunk_fault_events']} fault "
+                f"event(s); {tally}"
             )
+        else:
+            click.echo(f"{entry['bug']:<32} NOT detected; {tally}")
 
     results = run_zoo(suite, bugs=list(bugs) or None, executor=executor, on_result=show)
     if as_json:
