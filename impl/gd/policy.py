@@ -28,7 +28,8 @@ Fields and the paper's rule:
   where the ostream has an overlapping C.
 * ``retransmit_to_nackers_only`` [GD §3.1]: retransmissions go only down curious paths.
 * ``ack_all_downstream`` [GD §3.1]: the istream is A only where *every* ostream is A.
-* ``repeat_nacks`` [GD §3.2]: unsatisfied nacks are repeated every NRT.
+* ``repeat_nacks`` [GD §3.2]: unsatisfied nacks are repeated every NRT (and AckExpected nacks
+  every Q tick again); False: a subend never nacks a tick twice.
 
 >>> PAPER_POLICY.doubt_horizon(9, ((10, 19), (25, 30)))
 20

@@ -1257,6 +1257,8 @@ def _shb_ack_expected(
         s = evolve(s, last_sender=sender)
     if msg.upto > s.fin:
         q = R.subtract(((s.fin + 1, msg.upto),), _known(s))
+        if not ctx.policy.repeat_nacks:
+            q = R.subtract(q, s.nacked)  # a tick once nacked is never asked for again
         s = _shb_nack(st, p, s, q, now, out, labels)
     s = _shb_ack(st, p, s, now, out, True)
     return _put(st, p, s)
