@@ -185,6 +185,12 @@ def _execute_spark(
         finally:
             stop_polling.set()
         pool.shutdown(wait=True)
+        try:
+            status = _spark_status(sc, group)
+            timings["spark_tasks"] = float(status.tasks_total)
+            timings["spark_failed_tasks"] = float(status.tasks_failed)
+        except Exception:  # best effort, as above
+            pass
     finally:
         if spark_context is None:
             sc.stop()
@@ -299,6 +305,10 @@ def run_campaign(
         summary["interrupted"] = interrupted
         summary["run_s"] = round(run_s, 3)
         summary["spark_startup_s"] = round(timings["spark_startup_s"], 3)
+        if "spark_tasks" in timings:
+            # task attempts Spark ran and the ones that failed (e.g. lost with an executor)
+            summary["spark_tasks"] = int(timings["spark_tasks"])
+            summary["spark_failed_tasks"] = int(timings["spark_failed_tasks"])
         store.write_summary(summary)
         return CampaignRun(
             campaign_id=config.campaign_id,
