@@ -42,11 +42,12 @@ Doubt horizons. [GD §2.3]: the latest ``t_D`` such that every tick ``t < t_D`` 
 is not A has knowledge D (:meth:`PairedStream.doubt_horizon_gd`). [DUR §4.1]: given
 ``latestDelivered``, the highest timestamp such that every tick between latestDelivered and
 it is not Q (:meth:`KnowledgeStream.doubt_horizon_dur`). They relate as follows: GD's is a
-tick *count* (ticks ``< t_D`` are settled) over a stream with curiosity, DUR's is the last
-settled *tick* after a delivery point and accepts any non-Q value (F, S, L, D...) as settled;
-on a stream whose ticks below ``latestDelivered`` are all acked, ``doubt_horizon_gd() <=
-doubt_horizon_dur(latestDelivered) + 1``, with equality when no tick in between is L or S/F
-without an ack.
+tick *count* (ticks ``< t_D`` are settled: acked or D) over a stream with curiosity; DUR's is
+the last settled *tick* after a delivery point and counts any non-Q value (D, F, S, L...) as
+settled. Under the linkage every tick at or above F is acked, so on a paired stream whose ticks
+``<= ld`` are all settled, ``doubt_horizon_gd() <= doubt_horizon_dur(ld) + 1``, with equality
+unless some tick in ``(ld, doubt_horizon_dur(ld)]`` is an unacknowledged L (DUR's gap, which
+GD's horizon does not pass). The differential tests check this relation.
 
 Transfer [GD §2.4]: :meth:`KnowledgeStream.filtered` and :func:`merge` apply
 :func:`~gapless.impl.transfer.filter_value` and :func:`~gapless.impl.transfer.merge_values`
@@ -67,7 +68,8 @@ from __future__ import annotations
 
 from bisect import bisect_left, bisect_right
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from typing import Any, ClassVar, Final, Generic, NamedTuple, TypeVar, final
+from operator import is_
+from typing import Any, ClassVar, Final, Generic, NamedTuple, TypeVar, cast, final
 
 from gapless.impl.curiosity import A, Curiosity, N, link, upstream
 from gapless.impl.curiosity import forget_curiosity as _forget_c
@@ -113,13 +115,11 @@ def _range(op: str, start: object, end: object) -> tuple[int, int]:
     """Validate an inclusive range; return it as ``(start, end + 1)``."""
     if type(start) is int and type(end) is int and 0 <= start <= end:
         return start, end + 1
-    a = _tick(op, "start", start)
-    b = _tick(op, "end", end)
-    if b < a:
-        raise InvalidRange(
-            f"{op}: range [{a}, {b}] is empty or inverted; allowed: start <= end (inclusive)"
-        )
-    return a, b + 1
+    _tick(op, "start", start)
+    _tick(op, "end", end)
+    raise InvalidRange(
+        f"{op}: range [{start}, {end}] is empty or inverted; allowed: start <= end (inclusive)"
+    )
 
 
 # -- the run-list core (private, shared by both stream kinds) ----------------------------
@@ -159,7 +159,11 @@ def _assign(
     ns: list[int],
     nv: list[V],
 ) -> tuple[int, tuple[int, ...], tuple[V, ...]]:
-    """Replace the window ``[a, b1)`` by the runs ``ns``/``nv`` (``ns[0] == a``); canonical."""
+    """Replace the window ``[a, b1)`` by the runs ``ns``/``nv`` (``ns[0] == a``); canonical.
+
+    A run is its start: a new run equal to the one before it is simply not started, which
+    extends the run before (or, at the front, the collapsed prefix).
+    """
     if a < p:
         # Split the collapsed prefix: [0, a) stays collapsed, [a, p) becomes a real run.
         s = (a, *s)
@@ -168,46 +172,38 @@ def _assign(
     n = len(s)
     i = bisect_right(s, a) - 1  # the run holding tick a
     j = bisect_left(s, b1, i + 1)  # the first run starting at or after b1
-    lo = i - 1 if i > 0 else 0
-    hi = j + 1 if j < n else j
-    ws: list[int] = list(s[lo:i])
-    wv: list[V] = list(v[lo:i])
-    if s[i] < a:
-        ws.append(s[i])
-        wv.append(v[i])
-    ws.extend(ns)
-    wv.extend(nv)
-    if j == n or s[j] != b1:
-        ws.append(b1)
-        wv.append(v[j - 1])
-    ws.extend(s[j:hi])
-    wv.extend(v[j:hi])
-    # Merge equal neighbours inside the window (the seams outside it are already canonical).
-    ms: list[int] = [ws[0]]
-    mv: list[V] = [wv[0]]
-    last = wv[0]
-    for k in range(1, len(ws)):
-        x = wv[k]
-        if x is last or x == last:
-            continue
-        ms.append(ws[k])
-        mv.append(x)
-        last = x
-    if lo == 0 and (mv[0] is fin or mv[0] == fin):
-        p = ms[1] if len(ms) > 1 else s[hi]
-        del ms[0], mv[0]
-    return p, s[:lo] + tuple(ms) + s[hi:], v[:lo] + tuple(mv) + v[hi:]
+    ms: list[int] = []
+    mv: list[V] = []
+    if s[i] < a:  # the head of run i stays
+        ms.append(s[i])
+        mv.append(v[i])
+        last = v[i]
+    else:  # the run before, or the collapsed prefix
+        last = v[i - 1] if i else fin
+    for k in range(len(ns)):
+        x = nv[k]
+        if x != last:
+            ms.append(ns[k])
+            mv.append(x)
+            last = x
+    if j == n or s[j] != b1:  # the tail of run j - 1 stays
+        x = v[j - 1]
+        if x != last:
+            ms.append(b1)
+            mv.append(x)
+            last = x
+    hi = j
+    if j < n:  # run j may now continue the window's last run
+        if v[j] != last:
+            ms.append(s[j])
+            mv.append(v[j])
+        hi = j + 1
+    if not i:  # what equals the final value at the front joined the collapsed prefix
+        p = ms[0] if ms else s[hi]
+    return p, s[:i] + tuple(ms) + s[hi:], v[:i] + tuple(mv) + v[hi:]
 
 
-@final
-class _Nothing:
-    """A sentinel equal to no value (its ``kind`` matches no value's kind)."""
-
-    __slots__ = ()
-    kind = None
-
-
-_NOTHING: Final = _Nothing()
+_NEVER: Final = float("inf")  # a run start beyond every tick
 
 
 def _joiner(value: Any, bottom: Any) -> Callable[[Any], Any]:
@@ -246,6 +242,7 @@ def _edit(
     """Map ``fn`` over every tick of ``[a, b1)`` in one pass; None when nothing changes.
 
     The same result as ``_segments`` + map + ``_assign``, fused because it is the hot path.
+    Values are compared by identity first, then by kind, then by ``==`` (cheapest first).
     """
     changed = False
     if a < p:
@@ -262,27 +259,25 @@ def _edit(
     n = len(s)
     i = bisect_right(s, a) - 1  # the run holding tick a
     j = bisect_left(s, b1, i + 1)  # the first run starting at or after b1
-    lo = i - 1 if i > 0 else 0
     ms: list[int] = []
     mv: list[V] = []
-    for k in range(lo, i):
-        ms.append(s[k])
-        mv.append(v[k])
-    last: Any = mv[-1] if mv else _NOTHING
-    if s[i] < a:
+    last: Any
+    if s[i] < a:  # the head of run i stays
         ms.append(s[i])
         mv.append(v[i])
         last = v[i]
+    else:  # the run before, or the collapsed prefix
+        last = v[i - 1] if i else fin
     st = a
     for k in range(i, j):
-        x = v[k]
-        y = fn(x)
+        x: Any = v[k]
+        y: Any = fn(x)
         if y is not x:
-            if y.kind is x.kind and y == x:  # type: ignore[attr-defined]
+            if y.kind is x.kind and y == x:
                 y = x
             else:
                 changed = True
-        if not (y is last or (y.kind is last.kind and y == last)):  # type: ignore[attr-defined]
+        if not (y is last or (y.kind is last.kind and y == last)):
             ms.append(st)
             mv.append(y)
             last = y
@@ -290,23 +285,22 @@ def _edit(
             st = s[k + 1]
     if not changed:
         return None
-    if j == n or s[j] != b1:
+    if j == n or s[j] != b1:  # the tail of run j - 1 stays
         x = v[j - 1]
-        if not (x is last or (x.kind is last.kind and x == last)):  # type: ignore[attr-defined]
+        if not (x is last or (x.kind is last.kind and x == last)):
             ms.append(b1)
             mv.append(x)
             last = x
     hi = j
-    if j < n:
+    if j < n:  # run j may now continue the window's last run
         x = v[j]
-        if not (x is last or (x.kind is last.kind and x == last)):  # type: ignore[attr-defined]
+        if not (x is last or (x.kind is last.kind and x == last)):
             ms.append(s[j])
             mv.append(x)
         hi = j + 1
-    if lo == 0 and (mv[0] is fin or mv[0] == fin):
-        p = ms[1] if len(ms) > 1 else s[hi]
-        del ms[0], mv[0]
-    return p, s[:lo] + tuple(ms) + s[hi:], v[:lo] + tuple(mv) + v[hi:]
+    if not i:  # what equals the final value at the front joined the collapsed prefix
+        p = ms[0] if ms else s[hi]
+    return p, s[:i] + tuple(ms) + s[hi:], v[:i] + tuple(mv) + v[hi:]
 
 
 def _canonical(
@@ -315,13 +309,14 @@ def _canonical(
     """Canonical fields from a full segment list starting at tick 0 and ending in bottom."""
     ms: list[int] = []
     mv: list[V] = []
-    for st, x in zip(starts, values, strict=True):
-        if mv and (x is mv[-1] or x == mv[-1]):
+    for k in range(len(starts)):
+        x = values[k]
+        if mv and x == mv[-1]:
             continue
-        ms.append(st)
+        ms.append(starts[k])
         mv.append(x)
     p = 0
-    if mv[0] is fin or mv[0] == fin:
+    if mv[0] == fin:
         p = ms[1]
         del ms[0], mv[0]
     return p, tuple(ms), tuple(mv)
@@ -562,7 +557,7 @@ class KnowledgeStream(_RunStream[Knowledge]):
         out = [
             filter_value(x, matches) if x.kind is Kind.D or x.kind is Kind.DSTAR else x for x in v
         ]
-        if all(x is y for x, y in zip(out, v, strict=True)):
+        if all(map(is_, out, v)):
             return self
         starts = [0, *self._s] if self._p else list(self._s)
         values = [F, *out] if self._p else out
@@ -854,23 +849,17 @@ class PairedStream:
         # Cursors: the run of each stream holding tick t (or the collapsed prefix, -1).
         i = bisect_right(ks, t) - 1
         j = bisect_right(cs, t) - 1
-        while True:
-            kval = F if i < 0 else kv[i]
-            cval = A if j < 0 else cv[j]
-            if cval is not A and kval.kind is not Kind.D:
-                return t
-            nxt_k = ks[i + 1] if i + 1 < nk else None
-            nxt_c = cs[j + 1] if j + 1 < nc else None
-            if nxt_k is None and nxt_c is None:
-                return t  # both in the bottom tail: (Q, N) is in doubt
-            if nxt_c is None or (nxt_k is not None and nxt_k <= nxt_c):
-                t = nxt_k  # type: ignore[assignment]
-            else:
-                t = nxt_c
-            while i + 1 < nk and ks[i + 1] <= t:
+        # Walk the two run lists together; the bottom tails (Q, N) are in doubt, so the walk
+        # always stops.
+        while (A if j < 0 else cv[j]) is A or (F if i < 0 else kv[i]).kind is Kind.D:
+            next_k: float = ks[i + 1] if i + 1 < nk else _NEVER
+            next_c: float = cs[j + 1] if j + 1 < nc else _NEVER
+            t = cast(int, min(next_k, next_c))
+            if next_k == t:
                 i += 1
-            while j + 1 < nc and cs[j + 1] <= t:
+            if next_c == t:
                 j += 1
+        return t
 
 
 def _join_k(value: Knowledge) -> Callable[[Knowledge, Curiosity], tuple[Knowledge, Curiosity]]:

@@ -142,6 +142,16 @@ def check_pair(impl: PairedStream, ref: ReferencePair[Knowledge, Curiosity], blk
     check_stream(impl.curiosity, ref.curiosity, blk, knowledge=False)
     assert impl.final_prefix == blk.first(ref.final_prefix())
     assert impl.doubt_horizon_gd() == blk.first(ref.doubt_horizon_gd(gd_settled))
+    # How the two doubt horizons relate (impl/streams.py, "Doubt horizons").
+    gd = impl.doubt_horizon_gd()
+    for ld in range(-1, QUERY):
+        if not all(gd_settled(*ref.value(t)) for t in range(ld + 1)):
+            break
+        dur = impl.doubt_horizon_dur(-1 if ld < 0 else blk.last(ld))
+        h = ref.knowledge.doubt_horizon_dur(ld)
+        unacked_l = any(ref.value(t)[0] == L and ref.value(t)[1] != A for t in range(ld + 1, h + 1))
+        assert gd <= dur + 1
+        assert (gd == dur + 1) == (not unacked_l), f"ld={ld}: gd={gd} dur={dur}"
     for c in range(QUERY):
         assert impl.value_at(blk.first(c)) == ref.value(c)
         k, cur = ref.value(c)
