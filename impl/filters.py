@@ -45,6 +45,7 @@ are evaluated one by one.
 
 from __future__ import annotations
 
+from bisect import bisect_left
 from collections.abc import Iterable, Mapping
 from typing import Any, Final, final
 
@@ -412,6 +413,12 @@ def _key(value: Any) -> tuple[str, Any] | None:
     return None
 
 
+def _insert(names: tuple[str, ...], name: str) -> tuple[str, ...]:
+    """``names`` (sorted) with ``name`` inserted in order: one copy, no re-sort."""
+    i = bisect_left(names, name)
+    return (*names[:i], name, *names[i:])
+
+
 @final
 @attrs.frozen(kw_only=True)
 class FilterIndex:
@@ -464,20 +471,18 @@ class FilterIndex:
         key = _key(eq[1]) if eq is not None else None
         if f.match_all:
             return attrs.evolve(
-                ix, filters=ix.filters.set(name, f), everyone=tuple(sorted((*ix.everyone, name)))
+                ix, filters=ix.filters.set(name, f), everyone=_insert(ix.everyone, name)
             )
         if eq is not None and key is not None:
             bkey = (eq[0], key)
-            bucket = tuple(sorted((*ix.buckets.get(bkey, ()), name)))
+            bucket = _insert(ix.buckets.get(bkey, ()), name)
             return attrs.evolve(
                 ix,
                 filters=ix.filters.set(name, f),
                 buckets=ix.buckets.set(bkey, bucket),
                 bucket_attrs=ix.bucket_attrs.set(eq[0], ix.bucket_attrs.get(eq[0], 0) + 1),
             )
-        return attrs.evolve(
-            ix, filters=ix.filters.set(name, f), scanned=tuple(sorted((*ix.scanned, name)))
-        )
+        return attrs.evolve(ix, filters=ix.filters.set(name, f), scanned=_insert(ix.scanned, name))
 
     def remove(self, name: str) -> FilterIndex:
         f = self.filters.get(name)
