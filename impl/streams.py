@@ -554,9 +554,7 @@ class KnowledgeStream(_RunStream[Knowledge]):
                 "callable taking a payload and returning a bool"
             )
         v = self._v
-        out = [
-            filter_value(x, matches) if x.kind is Kind.D or x.kind is Kind.DSTAR else x for x in v
-        ]
+        out = [filter_value(x, matches) for x in v]
         if all(map(is_, out, v)):
             return self
         starts = [0, *self._s] if self._p else list(self._s)
@@ -725,8 +723,7 @@ class PairedStream:
                 f"PairedStream: curiosity={c!r} is not a CuriosityStream; allowed: a "
                 "CuriosityStream or None"
             )
-        end = max(k.extent, c.extent, 1)
-        k, c = _link_window(k, c, 0, end)
+        k, c = _link_window(k, c, 0, max(k.extent, c.extent))
         object.__setattr__(self, "_k", k)
         object.__setattr__(self, "_c", c)
 
@@ -749,7 +746,7 @@ class PairedStream:
         return self._k == other._k and self._c == other._c
 
     def __hash__(self) -> int:
-        return hash(("PairedStream", self._k, self._c))
+        return hash((self._k, self._c))
 
     def __repr__(self) -> str:
         return f"PairedStream({self._k!r}, {self._c!r})"

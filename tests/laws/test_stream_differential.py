@@ -333,6 +333,11 @@ def test_paired_stream_matches_reference(sizes: list[int], ops: list[Any]) -> No
         check_pair(new_impl, new_ref, blk)
         if new_ref == ref:
             assert new_impl is impl, f"no-op {op!r} must return the same object"
+        # Structural sharing: an unchanged half is the very same object.
+        if new_ref.knowledge == ref.knowledge:
+            assert new_impl.knowledge is impl.knowledge
+        if new_ref.curiosity == ref.curiosity:
+            assert new_impl.curiosity is impl.curiosity
         impl, ref = new_impl, new_ref
         history.append((impl, snapshot(impl.knowledge), snapshot(impl.curiosity)))
         for old, sk, sc in history:

@@ -11,6 +11,7 @@ from typing import Any
 
 import pytest
 
+from gapless.impl import curiosity, knowledge
 from gapless.impl.curiosity import A, C, N
 from gapless.impl.errors import GaplessError, InvalidRange, InvalidTick, LatticeMismatch
 from gapless.impl.knowledge import DSTAR, D, E, F, Kind, Knowledge, L, Q, S
@@ -440,3 +441,240 @@ def test_paired_delegates_gap_queries_and_extent() -> None:
     assert p.extent == 13
     assert p.knowledge.extent == 5
     assert p.curiosity.final_prefix == 5
+
+
+# -- exact messages: what a caller reads when they misuse a stream -----------------------------
+
+TICK = "is not a tick; allowed: an int >= 0 (1 tick = 1 µs)"
+
+
+@pytest.mark.parametrize(
+    ("call", "message"),
+    [
+        (
+            lambda: KnowledgeStream().accumulate(-1, 2, F),
+            f"KnowledgeStream.accumulate: start=-1 {TICK}",
+        ),
+        (
+            lambda: KnowledgeStream().accumulate(0, -2, F),
+            f"KnowledgeStream.accumulate: end=-2 {TICK}",
+        ),
+        (lambda: KnowledgeStream().forget(-1, 2), f"KnowledgeStream.forget: start=-1 {TICK}"),
+        (lambda: KnowledgeStream().finalize(0, "x"), f"KnowledgeStream.finalize: end='x' {TICK}"),
+        (lambda: KnowledgeStream().release(-3, 2), f"KnowledgeStream.release: start=-3 {TICK}"),
+        (lambda: KnowledgeStream().value_at(-1), f"KnowledgeStream.value_at: tick=-1 {TICK}"),
+        (lambda: KnowledgeStream().next_gap(-1), f"KnowledgeStream.next_gap: tick=-1 {TICK}"),
+        (
+            lambda: CuriosityStream().accumulate(-1, 2, A),
+            f"CuriosityStream.accumulate: start=-1 {TICK}",
+        ),
+        (
+            lambda: CuriosityStream().forget_curious(0, -1),
+            f"CuriosityStream.forget_curious: end=-1 {TICK}",
+        ),
+        (lambda: CuriosityStream().value_at(1.0), f"CuriosityStream.value_at: tick=1.0 {TICK}"),
+        (lambda: PairedStream().value_at(-1), f"PairedStream.value_at: tick=-1 {TICK}"),
+        (lambda: PairedStream().forget(-1, 3), f"PairedStream.forget: start=-1 {TICK}"),
+        (
+            lambda: KnowledgeStream().accumulate(5, 4, F),
+            "KnowledgeStream.accumulate: range [5, 4] is empty or inverted; "
+            "allowed: start <= end (inclusive)",
+        ),
+        (
+            lambda: PairedStream().forget(2, 1),
+            "PairedStream.forget: range [2, 1] is empty or inverted; "
+            "allowed: start <= end (inclusive)",
+        ),
+        (
+            lambda: KnowledgeStream().accumulate(0, 1, A),
+            "KnowledgeStream.accumulate: A is not a knowledge value; "
+            "allowed: Q, L, D(a), D*(a), F, S, E",
+        ),
+        (
+            lambda: CuriosityStream().accumulate(0, 1, F),
+            "CuriosityStream.accumulate: F is not a curiosity value; allowed: N, C, A",
+        ),
+        (
+            lambda: KnowledgeStream().doubt_horizon_dur(-2),
+            "KnowledgeStream.doubt_horizon_dur: latest_delivered=-2 is not a timestamp; "
+            "allowed: an int >= -1 (-1: nothing delivered yet)",
+        ),
+        (
+            lambda: KnowledgeStream().filtered(3),
+            "KnowledgeStream.filtered: 3 is not a predicate; allowed: a callable taking a "
+            "payload and returning a bool",
+        ),
+        (lambda: merge([]), "merge: a merge needs at least one input stream; got none"),
+        (
+            lambda: merge([KnowledgeStream(), 7]),
+            "merge: 7 is not a KnowledgeStream; allowed: KnowledgeStream inputs",
+        ),
+        (
+            lambda: upstream_curiosity([]),
+            "upstream_curiosity: needs at least one downstream stream; got none",
+        ),
+        (
+            lambda: upstream_curiosity([CuriosityStream(), 7]),
+            "upstream_curiosity: 7 is not a CuriosityStream; allowed: CuriosityStream inputs",
+        ),
+        (
+            lambda: PairedStream(7),
+            "PairedStream: knowledge=7 is not a KnowledgeStream; "
+            "allowed: a KnowledgeStream or None",
+        ),
+        (
+            lambda: PairedStream(None, 7),
+            "PairedStream: curiosity=7 is not a CuriosityStream; "
+            "allowed: a CuriosityStream or None",
+        ),
+    ],
+)
+def test_misuse_messages_are_exact(call: Any, message: str) -> None:
+    with pytest.raises(GaplessError) as info:
+        call()
+    assert str(info.value) == message
+
+
+# -- the values streams are built from: misuse messages, constructors, equality ---------------
+
+K_ALLOWED = "is not a knowledge value; allowed: Q, L, D(a), D*(a), F, S, E"
+C_ALLOWED = "is not a curiosity value; allowed: N, C, A"
+
+
+@pytest.mark.parametrize(
+    ("call", "message"),
+    [
+        (lambda: F.join(3), f"Knowledge.join: 3 {K_ALLOWED}"),
+        (lambda: F.meet(3), f"Knowledge.meet: 3 {K_ALLOWED}"),
+        (lambda: F.leq(3), f"Knowledge.leq: 3 {K_ALLOWED}"),
+        (lambda: knowledge.forget(3), f"Knowledge.forget: 3 {K_ALLOWED}"),
+        (lambda: knowledge.finalize(3), f"Knowledge.finalize: 3 {K_ALLOWED}"),
+        (lambda: knowledge.release(3), f"Knowledge.release: 3 {K_ALLOWED}"),
+        (
+            lambda: Knowledge(Kind.D),
+            "Knowledge(D): a D value needs a payload; allowed: any hashable, non-None payload",
+        ),
+        (
+            lambda: Knowledge(Kind.F, "x"),
+            "Knowledge(F): payload 'x' given to a payload-free kind; only D and D* carry a payload",
+        ),
+        (lambda: A.join(3), f"Curiosity.join: 3 {C_ALLOWED}"),
+        (lambda: A.meet(3), f"Curiosity.meet: 3 {C_ALLOWED}"),
+        (lambda: A.leq(3), f"Curiosity.leq: 3 {C_ALLOWED}"),
+        (lambda: curiosity.forget_curiosity(3), f"Curiosity.forget: 3 {C_ALLOWED}"),
+        (lambda: curiosity.decompose(3), f"Curiosity.decompose: 3 {C_ALLOWED}"),
+        (lambda: curiosity.combine([A, 3]), f"Curiosity.combine: 3 {C_ALLOWED}"),
+        (lambda: curiosity.link(F, 3), f"Curiosity.link: 3 {C_ALLOWED}"),
+        (lambda: curiosity.link(3, A), "link: 3 is not a knowledge value"),
+    ],
+)
+def test_value_misuse_messages_are_exact(call: Any, message: str) -> None:
+    with pytest.raises(LatticeMismatch) as info:
+        call()
+    assert str(info.value) == message
+
+
+def test_curiosity_and_demand_values() -> None:
+    for value in (N, C, A):
+        fresh = curiosity.Curiosity(value.kind)
+        assert fresh == value
+        assert fresh.kind is value.kind
+        assert hash(fresh) == hash(value)
+        assert value.__eq__(3) is NotImplemented
+    assert len({N, C, A}) == 3
+    assert curiosity.Curiosity(C.kind) != A
+    d = curiosity.Demand(acked=True, curious=False)
+    assert d == curiosity.Demand(acked=True, curious=False)
+    assert d != curiosity.Demand(acked=True, curious=True)
+    assert d != curiosity.Demand(acked=False, curious=False)
+    assert d.__eq__(3) is NotImplemented
+    assert len({d, curiosity.Demand(acked=True, curious=False)}) == 1
+    assert len({curiosity.Demand(acked=a, curious=c) for a in (0, 1) for c in (0, 1)}) == 4
+
+
+# -- canonical form with equal values that are different objects ------------------------------
+
+
+def test_equal_values_that_are_different_objects_merge() -> None:
+    # D("x") builds a new object each time: runs compare by value, not identity.
+    k = KnowledgeStream().accumulate(0, 4, D("x")).accumulate(5, 9, D("x"))
+    assert runs(k) == [(0, 9, D("x"))]
+    k = KnowledgeStream().accumulate(0, 4, D("x")).accumulate(8, 9, D("x"))
+    assert runs(k.accumulate(5, 7, D("x"))) == [(0, 9, D("x"))]
+    assert KnowledgeStream().accumulate(0, 4, Knowledge(Kind.F)).final_prefix == 5
+    one = KnowledgeStream().accumulate(0, 4, D("a"))
+    two = KnowledgeStream().accumulate(5, 9, D("a"))
+    assert runs(merge([one, two])) == [(0, 9, D("a"))]
+    assert merge([one, two]).run_count == 1
+
+
+def test_same_kind_different_payload_never_merges() -> None:
+    k = KnowledgeStream().accumulate(0, 4, D("a")).accumulate(5, 9, D("b"))
+    assert runs(k) == [(0, 4, D("a")), (5, 9, D("b"))]
+    k2 = k.forget(4, 5).accumulate(4, 4, D("a")).accumulate(5, 5, D("b"))
+    assert runs(k2) == [(0, 4, D("a")), (5, 9, D("b"))]
+    k3 = k.forget(5, 9).accumulate(5, 9, D("b"))
+    assert runs(k3) == [(0, 4, D("a")), (5, 9, D("b"))]
+
+
+def test_lowering_unpickled_runs() -> None:
+    """After pickling, L and F are fresh objects equal to the singletons."""
+    k = KnowledgeStream().accumulate(0, 4, L).accumulate(5, 9, D("a")).accumulate(10, 12, L)
+    copy = pickle.loads(pickle.dumps(k))
+    assert copy.release(0, 4) is copy
+    assert runs(copy.release(0, 12)) == [(0, 12, L)]
+    s = pickle.loads(pickle.dumps(KnowledgeStream().accumulate(0, 4, S).accumulate(5, 9, F)))
+    assert runs(s.finalize(0, 9)) == [(0, 9, F)]
+    assert s.finalize(0, 9).final_prefix == 10
+
+
+def test_equality_identity_and_hashes() -> None:
+    k = KnowledgeStream().accumulate(0, 4, S)
+    assert k == k  # the identity shortcut of __eq__
+    variants = [
+        KnowledgeStream(),
+        k,
+        k.accumulate(5, 5, D(1)),
+        KnowledgeStream().accumulate(0, 4, F),
+        KnowledgeStream().accumulate(1, 4, F),
+    ]
+    assert len({hash(x) for x in variants}) == len(variants)
+    p = PairedStream(k)
+    q = p.accumulate_curiosity(10, 10, C)
+    assert p != q
+    assert p.knowledge == q.knowledge
+    assert len({hash(p), hash(q), hash(PairedStream())}) == 3
+
+
+def test_repr_of_several_runs() -> None:
+    k = KnowledgeStream().accumulate(3, 4, S).accumulate(7, 9, D("a"))
+    assert repr(k) == "KnowledgeStream([0..2]=Q, [3..4]=S, [5..6]=Q, [7..9]=D('a'), [10..]=Q)"
+
+
+# -- the GD doubt horizon walks both run lists ---------------------------------------------------
+
+
+def released_then_partly_forgotten() -> PairedStream:
+    """(L, A) on [0, 4] (released), (L, N) on [5, 9] (lost but not acked), Q beyond."""
+    p = PairedStream().accumulate_knowledge(0, 9, F).release(0, 9)
+    return p.forget(5, 9).accumulate_knowledge(5, 9, L)
+
+
+def test_gd_horizon_stops_at_a_curiosity_boundary_inside_a_knowledge_run() -> None:
+    p = released_then_partly_forgotten()
+    assert [p.value_at(t) for t in (0, 4, 5, 9, 10)] == [(L, A), (L, A), (L, N), (L, N), (Q, N)]
+    assert p.doubt_horizon_gd() == 5
+    assert p.doubt_horizon_dur(-1) == 9
+
+
+def test_gd_horizon_passes_d_ticks_whatever_their_curiosity() -> None:
+    p = PairedStream().accumulate_knowledge(0, 9, D("a")).accumulate_curiosity(3, 5, C)
+    assert p.doubt_horizon_gd() == 10
+    p = p.accumulate_knowledge(12, 12, D("b")).accumulate_curiosity(11, 11, C)
+    assert p.doubt_horizon_gd() == 10
+    p = p.accumulate_knowledge(10, 11, S)
+    assert p.doubt_horizon_gd() == 13
+    # Curiosity runs longer than the knowledge runs, and the other way round.
+    q = PairedStream().accumulate_curiosity(0, 3, A).accumulate_knowledge(4, 20, D("z"))
+    assert q.accumulate_curiosity(4, 30, C).doubt_horizon_gd() == 21
+    assert q.accumulate_curiosity(0, 25, A).doubt_horizon_gd() == 26
