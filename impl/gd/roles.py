@@ -91,6 +91,7 @@ from gapless.impl.gd.state import (
     data_above,
     data_get,
     data_put,
+    data_remove,
     evolve,
 )
 from gapless.impl.gd.topology import GDTopology
@@ -956,7 +957,7 @@ def on_publish(state: NodeState, inp: Publish, now: int) -> Step:
         s = evolve(s, silent=silent, fin=fin)
         labels.append("K:Q->F")
     reserved = t + cfg.preassign_us
-    pending = state.pending.get(p, pmap()).set(t, d)
+    pending = data_put(state.pending.get(p, ()), d)
     st = _put(
         state,
         p,
@@ -1001,16 +1002,17 @@ def on_persisted(state: NodeState, inp: Persisted, now: int) -> Step:
     if not (isinstance(key, tuple) and len(key) == 3 and key[0] == LOG_KEY):
         return state, ()
     _, p, t = key
-    pend = state.pending.get(p)
-    if pend is None or t not in pend:
+    pend = state.pending.get(p, ())
+    d0 = data_get(pend, t)
+    if d0 is None:
         return state, ()
-    d = pend[t]
+    d = d0
     out: Out = []
     labels: list[str] = []
     reserved = t + state.ctx.config.preassign_us
     log = state.log.get(p) or PubendLog()
     log = evolve(log, entries=data_put(log.entries, d), reserved=max(log.reserved, reserved))
-    rest = pend.remove(t)
+    rest = data_remove(pend, t)
     st = evolve(
         state,
         log=state.log.set(p, log),

@@ -183,7 +183,8 @@ class NodeState:
     #: one per pubend of ``NodeCtx.pubends``, in that order (empty until the node boots)
     streams: tuple[Stream, ...] = ()
     log: PMap[str, PubendLog] = attrs.field(factory=pmap)
-    pending: PMap[str, PMap[int, Data]] = attrs.field(factory=pmap)
+    #: pubend -> messages being logged, ``(tick, Data)`` ascending
+    pending: PMap[str, tuple[tuple[int, Data], ...]] = attrs.field(factory=pmap)
     assigned: PMap[str, int] = attrs.field(factory=pmap)
     links_down: PSet[str] = attrs.field(factory=pset)
     status: PMap[str, tuple[str, ...]] = attrs.field(factory=pmap)
@@ -246,6 +247,14 @@ def data_put(rows: Rows, d: Data) -> Rows:
     if i < len(rows) and rows[i][0] == d.tick:
         return rows
     return (*rows[:i], (d.tick, d), *rows[i:])
+
+
+def data_remove(rows: Rows, tick: int) -> Rows:
+    """``rows`` without ``tick``."""
+    i = bisect_left(rows, tick, key=_row_tick)
+    if i < len(rows) and rows[i][0] == tick:
+        return (*rows[:i], *rows[i + 1 :])
+    return rows
 
 
 def data_above(rows: Rows, fin: int) -> Rows:
