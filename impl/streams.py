@@ -230,6 +230,9 @@ def _joiner(value: Any, bottom: Any) -> Callable[[Any], Any]:
     return join
 
 
+_JOIN_F: Final = _joiner(F, Q)  # the acknowledged prefix of every in-order message
+
+
 def _edit(
     p: int,
     s: tuple[int, ...],
@@ -436,7 +439,8 @@ class _RunStream(Generic[V]):
             elif value is self._FINAL or value == self._FINAL:
                 return self._make(b1, (b1,), v)
             return self._make(self._p, s[:-1] + (a, b1), v[:-1] + (value, bottom))  # noqa: RUF005
-        r = _edit(self._p, s, self._v, self._FINAL, a, b1, _joiner(value, self._BOTTOM))
+        join = _JOIN_F if value is F else _joiner(value, self._BOTTOM)
+        r = _edit(self._p, s, self._v, self._FINAL, a, b1, join)
         return self if r is None else self._make(*r)
 
     def _lower(self: S_, op: str, start: int, end: int, fn: Callable[[Any], Any]) -> S_:
