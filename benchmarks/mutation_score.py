@@ -53,6 +53,8 @@ def stage() -> None:
     shutil.copytree(ROOT / "impl", STAGE / "src" / "gapless" / "impl", ignore=ignore)
     shutil.copytree(ROOT / "tests", STAGE / "tests", ignore=ignore)
     shutil.copy2(ROOT / "pyproject.toml", STAGE / "pyproject.toml")
+    (STAGE / "spec").mkdir()
+    shutil.copy2(ROOT / "spec" / "lattices.md", STAGE / "spec" / "lattices.md")
 
 
 def run_mutmut(max_children: int) -> float:
