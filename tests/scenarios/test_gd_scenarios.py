@@ -89,9 +89,7 @@ def test_cli_list_and_bad_input() -> None:
 
 def test_cli_json_and_plot(tmp_path: Path) -> None:
     out = tmp_path / "fig.png"
-    res = CliRunner().invoke(
-        simulate, ["--scenario", "gd-link-b1-s1", "--json", "--plot", str(out)]
-    )
+    res = CliRunner().invoke(simulate, ["--scenario", "gd-crash-p1", "--json", "--plot", str(out)])
     assert res.exit_code == 0, res.output
     doc = json.loads(res.output)
     assert set(doc) >= KEYS
