@@ -29,7 +29,8 @@ or the SHB's crash, starts a new connection; guarantees hold within each):
   delivered payload equals the logged one [GD §2.1, §2.2];
 * ``liveness`` — after heal and drain, every logged message matching a live connection and
   published after it began was delivered, and every pubend received acks reaching its last
-  logged tick [GD §2.3, §3.2].
+  logged tick that some subscription matches (later ticks match no one: the PHB's own edge
+  filter finalises them, so no ack for them crosses the wire) [GD §2.3, §3.2].
 
 Conformance invariants, judged from the wire [GD §3.1]:
 
@@ -592,20 +593,31 @@ class Checker:
                             events=(self.logged[pubend][t][2],),
                         )
                         return self.violation
+        filters = sorted(
+            {s.filter for s in self.ctx.subscriptions} | {c.filter for c in self.all_conns}
+        )
         for pubend in sorted(self.logged_sorted):
             ticks = self.logged_sorted[pubend]
-            if not ticks:
+            # the last tick some downstream cell needed: ticks after it match no subscription,
+            # so the PHB's own edge filter finalises them and no ack for them travels on the
+            # wire (the same notion of need as ack_consolidation's)
+            need = next(
+                (t for t in reversed(ticks) if any(self._matches(f, pubend, t) for f in filters)),
+                None,
+            )
+            if need is None:
                 continue
             got = self.pubend_acked.get(pubend, -1)
-            if got < ticks[-1]:
+            if got < need:
                 self._fail(
                     "liveness",
                     self.ctx.pubend_host.get(pubend, pubend),
-                    f"the acknowledged prefix of {pubend} reached only {got}, not its last logged "
-                    f"tick {ticks[-1]}, after heal and drain",
+                    f"the acknowledged prefix of {pubend} reached only {got}, not its last "
+                    f"logged tick a subscription needed, {need}, after heal and drain",
                     r_end,
                     pubend=pubend,
-                    tick=ticks[-1],
+                    tick=need,
+                    events=(self.logged[pubend][need][2],),
                 )
                 return self.violation
         return None

@@ -609,26 +609,17 @@ class World:
 
 
 def reference_matcher() -> Callable[[str, Any], bool]:
-    """The ``spec`` reference filter evaluator as ``matches(filter_text, attributes)``
-    (``gapless.spec.filters``; until that module exists, the core's parser is used)."""
-    import importlib
+    """The ``spec`` reference filter evaluator (``gapless.spec.filters``) as
+    ``matches(filter_text, attributes)``, each filter compiled once."""
+    from gapless.spec.filters import reference_compile
 
-    try:
-        mod = importlib.import_module("gapless.spec.filters")
-    except ModuleNotFoundError:
-        mod = None
-    fn = getattr(mod, "matches", None) if mod is not None else None
-    if fn is not None:
-        return fn  # type: ignore[no-any-return]
-    from gapless.impl.filters import parse_filter
-
-    cache: dict[str, Any] = {}
+    cache: dict[str, Callable[[Any], bool]] = {}
 
     def matches(text: str, attributes: Any) -> bool:
         f = cache.get(text)
         if f is None:
-            f = cache[text] = parse_filter(text)
-        return bool(f.matches(attributes))
+            f = cache[text] = reference_compile(text)
+        return bool(f(attributes))
 
     return matches
 

@@ -302,6 +302,37 @@ def _liveness_no_ack() -> T:
     return _acks(_base(), tick(10))
 
 
+def _ny_only_ctx() -> CheckContext:
+    return _ctx(subs=(SubscriptionInfo(name="u2", shb="s2", filter='loc == "NY"'),))
+
+
+def _unneeded_tail(acked_at: int) -> T:
+    """u2 (NY only) gets P1@10 and P1@30; the last message, P1@40 (LN), matches no one, so
+    the PHB's edge filter finalises it and no ack for it crosses the wire."""
+    t = (
+        T()
+        .connect(0, "s2", "u2", 'loc == "NY"')
+        .publish(10, "P1", 0)
+        .publish(20, "P1", 1, loc="LN")
+        .publish(30, "P1", 2)
+        .publish(40, "P1", 3, loc="LN")
+        .deliver(300, "s2", "u2", "P1", 10, 0)
+        .deliver(310, "s2", "u2", "P1", 30, 2)
+    )
+    return _acks(t, tick(acked_at))
+
+
+def test_liveness_demands_acks_up_to_the_last_needed_tick_only() -> None:
+    ctx = _ny_only_ctx()
+    # acked through the last tick a subscription needed: the unmatched tail is not demanded
+    assert _check(_unneeded_tail(30), names=("liveness",), ctx=ctx, live=True) is None
+    # the needed tick P1@30 not acked: still a violation, naming that tick
+    v = _check(_unneeded_tail(20), names=("liveness",), ctx=ctx, live=True)
+    assert v is not None
+    assert (v.invariant, v.pubend, v.tick) == ("liveness", "P1", tick(30))
+    assert "needed" in v.explain()
+
+
 def _nack(t: T, at: int, src: str, to: str, lo: int, hi: int, pubend: str = "P1") -> T:
     return t.send(at, src, to, Wire(kind="nack", pubend=pubend, nack_ranges=((lo, hi),)))
 
