@@ -40,6 +40,7 @@ from typing import Any, Final, final
 import attrs
 from pyrsistent import PMap, PSet, pmap
 
+from gapless.impl.effects import Deliver
 from gapless.impl.errors import ProtocolMisuse
 
 __all__ = [
@@ -188,13 +189,30 @@ _IMMUTABLE_MAPS: Final = (PMap,)
 _IMMUTABLE_SETS: Final = (frozenset, PSet)
 
 
+# frozen attrs types that are built afresh for every record: memoising them by identity only
+# churns the memo (each instance is encoded once)
+_TRANSIENT: Final = frozenset({"Deliver", "Sent", "Received", "Dropped", "Fault", "Published"})
+
+
 def _kind(t: type) -> tuple[str, tuple[str, ...]]:
     got = _kinds.get(t)
     if got is None:
-        if attrs.has(t):
+        if issubclass(t, enum.Enum):
+            got = ("e", ())
+        elif issubclass(t, bool):
+            got = ("B", ())
+        elif issubclass(t, int):
+            got = ("I", ())
+        elif issubclass(t, str):
+            got = ("X", ())
+        elif issubclass(t, float):
+            got = ("R", ())
+        elif issubclass(t, bytes):
+            got = ("b", ())
+        elif attrs.has(t):
             names = tuple(f.name for f in attrs.fields(t))
             frozen = getattr(t.__setattr__, "__name__", "") == "_frozen_setattrs"
-            got = ("a" if frozen else "A", names)
+            got = (("t" if t.__name__ in _TRANSIENT else "a") if frozen else "A", names)
         elif issubclass(t, Mapping):
             got = ("m" if issubclass(t, _IMMUTABLE_MAPS) else "M", ())
         elif issubclass(t, AbstractSet):
@@ -221,25 +239,26 @@ def _encode(value: Any) -> str:
         return "(" + "".join([_encode(v) for v in value]) + ")"
     if t is float:
         return f"f{value!r};"
-    if isinstance(value, enum.Enum):
+    got = _kinds.get(t)
+    code, names = got if got is not None else _kind(t)
+    if code == "e":
         return f"e{t.__name__}.{value.name};"
-    if isinstance(value, bool):
+    if code == "B":
         return "T" if value else "F"
-    if isinstance(value, int):
+    if code == "I":
         return f"i{int(value)};"
-    if isinstance(value, str):
+    if code == "X":
         return f"s{len(value)}:{value}"
-    if isinstance(value, float):
+    if code == "R":
         return f"f{float(value)!r};"
-    if isinstance(value, bytes):
+    if code == "b":
         return f"b{value.hex()};"
-    code, names = _kind(t)
     memo = code in ("a", "m", "s")
     if memo:
         hit = _memo.get(id(value))
         if hit is not None and hit[0] is value:
             return hit[1]
-    if code in ("a", "A"):
+    if code in ("a", "A", "t"):
         parts = [f"@{t.__name__}("]
         for n in names:
             v = getattr(value, n)
@@ -282,6 +301,15 @@ def canonical(value: Any) -> str:
     return _encode(value)
 
 
+_DELIVER_FAST: Final = tuple(f.name for f in attrs.fields(Deliver)) == (
+    "subscriber",
+    "pubend",
+    "tick",
+    "payload",
+    "connection",
+)
+
+
 @final
 class TraceDigest:
     """An incremental sha256 over the canonical encoding of trace records."""
@@ -294,7 +322,21 @@ class TraceDigest:
 
     def add(self, record: TraceRecord) -> None:
         """Fold one record into the digest."""
-        line = f"{record.seq}|{record.time}|{record.node}|{record.kind}|{_encode(record.detail)}\n"
+        d = record.detail
+        if type(d) is Deliver and _DELIVER_FAST:
+            # the hot record (one per subscriber per message): the same text as _encode, built
+            # inline; the payload is shared by the whole cohort and memoised
+            sub, p, c = d.subscriber, d.pubend, d.connection
+            if type(sub) is str and type(p) is str and type(d.tick) is int and type(c) is int:
+                text = (
+                    f"@Deliver(subscriber=s{len(sub)}:{sub}pubend=s{len(p)}:{p}tick=i{d.tick};"
+                    f"payload={_encode(d.payload)}connection=i{c};)"
+                )
+            else:
+                text = _encode(d)
+        else:
+            text = _encode(d)
+        line = f"{record.seq}|{record.time}|{record.node}|{record.kind}|{text}\n"
         self._h.update(line.encode("utf-8"))
         self.records += 1
 

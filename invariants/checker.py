@@ -168,6 +168,7 @@ class Checker:
             self.up_cells.setdefault(down, set()).add(up)
         self.shbs_below: dict[str, tuple[str, ...]] = {}
         self._match_cache: dict[tuple[str, str, int], bool] = {}
+        self._pt_cache: dict[tuple[str, int], int | None] = {}
 
     # ------------------------------------------------------------------ helpers
 
@@ -234,10 +235,17 @@ class Checker:
 
     def publish_time(self, pubend: str, tick: int) -> int | None:
         """When the message logged at ``(pubend, tick)`` was published (None if unknown)."""
+        key = (pubend, tick)
+        got = self._pt_cache.get(key, -1)
+        if got != -1:
+            return got
         entry = self.logged.get(pubend, {}).get(tick)
         if entry is None:
             return None
-        return self._pub_time(pubend, entry[0])
+        got = self._pub_time(pubend, entry[0])
+        if got is not None:  # a known publish time never changes
+            self._pt_cache[key] = got
+        return got
 
     # ------------------------------------------------------------------ observe
 

@@ -28,11 +28,14 @@ from typing import Any, final
 
 import attrs
 import networkx as nx
+from pyrsistent import pmap
 
 from gapless.impl.effects import Effect, Persist
 from gapless.impl.inputs import Publish
 from gapless.impl.trace import Wire
 from gapless.models.workload import PublishEvent, Workload
+
+_PMAP = type(pmap())
 
 __all__ = ["GDBinding", "logged_tick", "make_binding", "to_gd_topology"]
 
@@ -110,7 +113,9 @@ class GDBinding:
 
     def payload_attributes(self, payload: Any) -> Mapping[str, Any] | None:
         attrs_ = getattr(payload, "attributes", None)
-        return attrs_ if isinstance(attrs_, Mapping) else None
+        if type(attrs_) is _PMAP or isinstance(attrs_, Mapping):
+            return attrs_  # type: ignore[no-any-return]
+        return None
 
     def effect_labels(self, effect: Effect | Any) -> tuple[str, ...] | None:
         """The coverage labels of an ``Observe`` effect (None for any other effect)."""
