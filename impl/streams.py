@@ -165,10 +165,10 @@ def _assign(
     extends the run before (or, at the front, the collapsed prefix).
     """
     if a < p:
-        # Split the collapsed prefix: [0, a) stays collapsed, [a, p) becomes a real run.
+        # Split the collapsed prefix: [0, a) stays collapsed, [a, p) becomes a real run (the
+        # prefix is recomputed below, as the window then starts at run 0).
         s = (a, *s)
         v = (fin, *v)
-        p = a
     n = len(s)
     i = bisect_right(s, a) - 1  # the run holding tick a
     j = bisect_left(s, b1, i + 1)  # the first run starting at or after b1
@@ -230,9 +230,6 @@ def _joiner(value: Any, bottom: Any) -> Callable[[Any], Any]:
     return join
 
 
-_JOIN_F: Final = _joiner(F, Q)  # the acknowledged prefix of every in-order message
-
-
 def _edit(
     p: int,
     s: tuple[int, ...],
@@ -247,18 +244,16 @@ def _edit(
     The same result as ``_segments`` + map + ``_assign``, fused because it is the hot path.
     Values are compared by identity first, then by kind, then by ``==`` (cheapest first).
     """
-    changed = False
     if a < p:
-        f0 = fn(fin)
-        if f0 is fin or f0 == fin:
+        if fn(fin) == fin:
             a = p  # the collapsed prefix is unaffected
             if a >= b1:
                 return None
         else:
+            # Split the collapsed prefix as in _assign; the loop below sees the change.
             s = (a, *s)
             v = (fin, *v)
-            p = a
-            changed = True
+    changed = False
     n = len(s)
     i = bisect_right(s, a) - 1  # the run holding tick a
     j = bisect_left(s, b1, i + 1)  # the first run starting at or after b1
@@ -439,8 +434,7 @@ class _RunStream(Generic[V]):
             elif value is self._FINAL or value == self._FINAL:
                 return self._make(b1, (b1,), v)
             return self._make(self._p, s[:-1] + (a, b1), v[:-1] + (value, bottom))  # noqa: RUF005
-        join = _JOIN_F if value is F else _joiner(value, self._BOTTOM)
-        r = _edit(self._p, s, self._v, self._FINAL, a, b1, join)
+        r = _edit(self._p, s, self._v, self._FINAL, a, b1, _joiner(value, self._BOTTOM))
         return self if r is None else self._make(*r)
 
     def _lower(self: S_, op: str, start: int, end: int, fn: Callable[[Any], Any]) -> S_:
@@ -520,13 +514,12 @@ class KnowledgeStream(_RunStream[Knowledge]):
         None when the gap is the infinite tail. A nack covers such a range [GD §3.1]."""
         t = _tick("KnowledgeStream.next_gap", "tick", tick)
         s, v = self._s, self._v
-        if t < self._p:
-            t = self._p
+        t = max(t, self._p)
         i = bisect_right(s, t) - 1
         n = len(s) - 1
         while i < n:
             if v[i].kind is Kind.Q:
-                return (t if s[i] < t else s[i]), s[i + 1] - 1
+                return max(t, s[i]), s[i + 1] - 1
             i += 1
         return max(t, s[n]), None
 

@@ -678,3 +678,39 @@ def test_gd_horizon_passes_d_ticks_whatever_their_curiosity() -> None:
     q = PairedStream().accumulate_curiosity(0, 3, A).accumulate_knowledge(4, 20, D("z"))
     assert q.accumulate_curiosity(4, 30, C).doubt_horizon_gd() == 21
     assert q.accumulate_curiosity(0, 25, A).doubt_horizon_gd() == 26
+
+
+# -- splicing: where a window meets the runs around it ------------------------------------------
+
+
+def test_window_end_inside_a_run() -> None:
+    k = KnowledgeStream().accumulate(0, 4, S).accumulate(5, 9, F)
+    # The window ends inside the F run: its tail continues the window's last value ...
+    assert runs(k.finalize(3, 7)) == [(0, 2, S), (3, 9, F)]
+    # ... or starts a run of its own.
+    assert runs(k.release(3, 7)) == [(0, 2, S), (3, 7, L), (8, 9, F)]
+    assert runs(k.release(0, 7)) == [(0, 7, L), (8, 9, F)]
+
+
+def test_window_before_a_run_of_the_same_kind() -> None:
+    k = KnowledgeStream().accumulate(5, 9, D("b"))
+    assert runs(k.accumulate(0, 4, D("a"))) == [(0, 4, D("a")), (5, 9, D("b"))]
+    assert runs(k.accumulate(0, 4, D("b"))) == [(0, 9, D("b"))]
+
+
+def test_pair_edits_merge_with_the_runs_around_them() -> None:
+    # The new curiosity run continues the one before it (at run index 1 and 2).
+    p = PairedStream().accumulate_curiosity(0, 4, C).accumulate_curiosity(5, 9, C)
+    assert runs(p.curiosity) == [(0, 9, C)]
+    p = PairedStream().accumulate_curiosity(2, 4, C).accumulate_curiosity(5, 9, C)
+    assert runs(p.curiosity) == [(0, 1, N), (2, 9, C)]
+    p = PairedStream().accumulate_knowledge(2, 4, D("a")).accumulate_knowledge(5, 9, D("a"))
+    assert runs(p.knowledge) == [(0, 1, Q), (2, 9, D("a"))]
+    # Several new segments with one value become one run.
+    p = PairedStream().accumulate_curiosity(3, 3, C).accumulate_knowledge(0, 9, L)
+    assert runs(p.knowledge) == [(0, 9, L)]
+    assert runs(p.curiosity) == [(0, 2, N), (3, 3, C)]
+    # Linked F at the front joins the prefix and the F run after it.
+    p = PairedStream().accumulate_knowledge(5, 9, F).accumulate_curiosity(0, 4, A)
+    assert p.final_prefix == 10
+    assert (p.knowledge.run_count, p.curiosity.run_count) == (0, 0)
