@@ -5,7 +5,8 @@
 * Local masters stay on loopback (``SPARK_LOCAL_IP`` and the driver host = 127.0.0.1).
 * Logs are quiet: the package's ``log4j2.properties`` for driver and executors, no console
   progress bar (campaigns draw their own, fed by the status tracker).
-* Python tasks talk to the JVM over unix domain sockets (lower per-task overhead).
+* Python tasks talk to the JVM over unix domain sockets (lower per-task overhead), and their
+  workers fork from a daemon that has already imported gapless (:mod:`.spark_daemon`).
 
 This is the only module that starts a JVM; it imports ``pyspark`` lazily.
 """
@@ -48,6 +49,7 @@ def start_spark(master: str = "local[*]", *, app_name: str = "gapless-fuzz") -> 
         .set("spark.executor.extraJavaOptions", java_opts)
         .set("spark.python.unix.domain.socket.enabled", "true")
         .set("spark.python.worker.reuse", "true")
+        .set("spark.python.daemon.module", "gapless.spark_fuzz.spark_daemon")
         .set("spark.executorEnv.PYSPARK_PYTHON", sys.executable)
         .set("spark.scheduler.mode", "FIFO")
     )
