@@ -15,6 +15,8 @@ from typing import Any
 
 import click
 
+from gapless.impl.effects import deliveries
+
 __all__ = ["plot_scenario", "simulate"]
 
 
@@ -33,7 +35,8 @@ def plot_scenario(outcome: Any, metrics: dict[str, Any], path: Path) -> None:
         if r.kind == "deliver":
             t0 = getattr(r.detail.payload, "published_at", None)
             if t0 is not None:
-                lat.setdefault(r.detail.subscriber, []).append((t0 / 1e6, (r.time - t0) / 1e3))
+                for d in deliveries(r.detail):
+                    lat.setdefault(d.subscriber, []).append((t0 / 1e6, (r.time - t0) / 1e3))
         elif r.kind == "send" and r.detail.wire.kind == "nack":
             rng = sum(hi - lo + 1 for lo, hi in r.detail.wire.nack_ranges) / 1e3
             totals[r.node] = totals.get(r.node, 0.0) + rng

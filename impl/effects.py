@@ -20,11 +20,13 @@ import attrs
 __all__ = [
     "CancelTimer",
     "Deliver",
+    "DeliverCohort",
     "Effect",
     "Persist",
     "Rejected",
     "Send",
     "SetTimer",
+    "deliveries",
 ]
 
 
@@ -70,6 +72,34 @@ class Deliver:
 
 @final
 @attrs.frozen(kw_only=True)
+class DeliverCohort:
+    """Hand one data message to a cohort of subscribers at once [GD §2.3, §4.1]: each
+    ``(subscriber, connection)`` of ``to`` (two or more, in the order the SHB matched them)
+    receives the message published by ``pubend`` at ``tick`` with ``payload``. It means
+    exactly the ``Deliver`` effects of :meth:`deliveries`; an SHB emits it so the cost of
+    handing a message to many subscribers is one effect, not one per subscriber."""
+
+    pubend: str
+    tick: int
+    payload: Any
+    to: tuple[tuple[str, int], ...]
+
+    def deliveries(self) -> tuple[Deliver, ...]:
+        """The cohort as one ``Deliver`` per subscriber, in order."""
+        return tuple(
+            Deliver(
+                subscriber=sub,
+                pubend=self.pubend,
+                tick=self.tick,
+                payload=self.payload,
+                connection=conn,
+            )
+            for sub, conn in self.to
+        )
+
+
+@final
+@attrs.frozen(kw_only=True)
 class Persist:
     """Write ``value`` under ``key`` to this node's stable storage; it survives a crash.
     The write completes ``delay`` µs later (the modelled logging delay [GD §4.1]); the world
@@ -89,4 +119,12 @@ class Rejected:
     input: Any = None
 
 
-Effect = Send | SetTimer | CancelTimer | Deliver | Persist | Rejected
+def deliveries(effect: Deliver | DeliverCohort) -> tuple[Deliver, ...]:
+    """A ``Deliver`` as itself, a ``DeliverCohort`` as its ``Deliver`` effects (for readers of
+    ``deliver`` trace records)."""
+    if isinstance(effect, DeliverCohort):
+        return effect.deliveries()
+    return (effect,)
+
+
+Effect = Send | SetTimer | CancelTimer | Deliver | DeliverCohort | Persist | Rejected

@@ -40,7 +40,7 @@ from typing import Any, Final, final
 import attrs
 from pyrsistent import PMap, PSet, pmap
 
-from gapless.impl.effects import Deliver
+from gapless.impl.effects import Deliver, DeliverCohort
 from gapless.impl.errors import ProtocolMisuse
 
 __all__ = [
@@ -310,6 +310,22 @@ _DELIVER_FAST: Final = tuple(f.name for f in attrs.fields(Deliver)) == (
 )
 
 
+_COHORT_FIELDS: Final = tuple(f.name for f in attrs.fields(DeliverCohort))
+
+
+def _encode_to(to: Any) -> str:
+    """``_encode`` of a cohort's ``to``, memoised by identity (the SHB reuses one tuple for
+    as long as its matching subscribers and their connections stay the same)."""
+    hit = _memo.get(id(to))
+    if hit is not None and hit[0] is to:
+        return hit[1]
+    text = _encode(to)
+    if len(_memo) >= _MEMO_MAX:
+        _memo.clear()
+    _memo[id(to)] = (to, text)
+    return text
+
+
 @final
 class TraceDigest:
     """An incremental sha256 over the canonical encoding of trace records."""
@@ -334,6 +350,11 @@ class TraceDigest:
                 )
             else:
                 text = _encode(d)
+        elif type(d) is DeliverCohort and _COHORT_FIELDS == ("pubend", "tick", "payload", "to"):
+            text = (
+                f"@DeliverCohort(pubend={_encode(d.pubend)}tick={_encode(d.tick)}"
+                f"payload={_encode(d.payload)}to={_encode_to(d.to)})"
+            )
         else:
             text = _encode(d)
         line = f"{record.seq}|{record.time}|{record.node}|{record.kind}|{text}\n"
@@ -378,7 +399,8 @@ def percentile(sorted_values: Sequence[int], q: float) -> int | None:
 @attrs.frozen(kw_only=True)
 class Counters:
     """Run counters for campaigns (issue 4 §1): ``published`` (messages clients handed to
-    pubends), ``delivered`` (Deliver effects), ``nacks`` (nack messages sent), ``nack_range_us``
+    pubends), ``delivered`` (messages handed to subscribers: one per ``Deliver``, one per
+    member of a ``DeliverCohort``), ``nacks`` (nack messages sent), ``nack_range_us``
     (sum of nacked tick ranges, µs), ``retransmissions`` (retransmitted knowledge messages
     sent), latency percentiles from publish to delivery (µs, None when nothing was
     delivered)."""
@@ -422,10 +444,15 @@ class CountersBuilder:
         if k == "publish":
             self.published += 1
         elif k == "deliver":
-            self.delivered += 1
-            t0 = self._publish_time_of(r.detail)
+            d = r.detail
+            n = len(d.to) if type(d) is DeliverCohort else 1
+            self.delivered += n
+            t0 = self._publish_time_of(d)
             if t0 is not None:
-                self._lat.append(r.time - t0)
+                if n == 1:
+                    self._lat.append(r.time - t0)
+                else:
+                    self._lat.extend([r.time - t0] * n)
         elif k == "send":
             w = r.detail.wire
             if w.kind == "nack":

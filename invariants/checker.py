@@ -55,7 +55,7 @@ from typing import Any, final
 
 import attrs
 
-from gapless.impl.effects import Deliver, Persist
+from gapless.impl.effects import DeliverCohort, Persist
 from gapless.impl.trace import TraceRecord, Wire
 from gapless.invariants import INVARIANTS
 from gapless.invariants.violation import Violation
@@ -293,63 +293,96 @@ class Checker:
         return self.violation is not None
 
     def _on_deliver(self, r: TraceRecord) -> bool:
-        """Judge a delivery. Each check that is switched off lets the others still run."""
-        d: Deliver = r.detail
-        sub, pubend, tick = d.subscriber, d.pubend, d.tick
+        """Judge a delivery (one ``Deliver``, or a ``DeliverCohort``: the message-level checks
+        once, the per-connection ones for each subscriber). Each check that is switched off
+        lets the others still run."""
+        d = r.detail
+        if type(d) is DeliverCohort:
+            pubend, tick = d.pubend, d.tick
+            entry = self._judge_message(r, d.to[0][0], pubend, tick, d.payload)
+            if self.violation is not None:
+                return True
+            return any(
+                self._deliver_one(r, sub, conn, pubend, tick, entry, True) for sub, conn in d.to
+            )
+        entry = self.logged.get(d.pubend, {}).get(d.tick)
+        return self._deliver_one(r, d.subscriber, d.connection, d.pubend, d.tick, entry, False)
+
+    def _judge_message(
+        self, r: TraceRecord, sub: str, pubend: str, tick: int, payload: Any
+    ) -> tuple[Mapping[str, Any], int, TraceRecord] | None:
+        """``logged_first`` and ``no_e`` of a delivered message; its log entry."""
+        entry = self.logged.get(pubend, {}).get(tick)
+        if entry is None:
+            self._fail(
+                "logged_first",
+                sub,
+                f"tick {tick} of {pubend} delivered before its pubend durably logged it",
+                r,
+                pubend=pubend,
+                tick=tick,
+                events=(self._persist_record(pubend, tick),),
+            )
+            return None
+        attrs_, _lt, lrec = entry
+        got = self.ctx.payload_attributes(payload)
+        if got is not None and got is not attrs_ and dict(got) != dict(attrs_):
+            self._fail(
+                "no_e",
+                sub,
+                f"delivered payload {dict(got)!r} differs from the logged {dict(attrs_)!r} "
+                "(D(a) ⊔ D(b) = E)",
+                r,
+                pubend=pubend,
+                tick=tick,
+                events=(lrec,),
+            )
+        return entry
+
+    def _deliver_one(
+        self,
+        r: TraceRecord,
+        sub: str,
+        connection: int,
+        pubend: str,
+        tick: int,
+        entry: tuple[Mapping[str, Any], int, TraceRecord] | None,
+        judged: bool,
+    ) -> bool:
+        """The per-connection checks of delivering ``(pubend, tick)`` to ``sub``
+        (``judged``: the message-level checks already ran)."""
         c = self.conns.get(sub)
-        if c is None or not c.live or c.n != d.connection or c.shb != r.node:
+        if c is None or not c.live or c.n != connection or c.shb != r.node:
             if self._fail(
                 "safety",
                 sub,
-                f"delivered on connection {d.connection} at {r.node}, which is not a live "
+                f"delivered on connection {connection} at {r.node}, which is not a live "
                 "connection of this subscriber",
                 r,
                 pubend=pubend,
                 tick=tick,
             ):
                 return True
-            if c is None or c.n != d.connection:
+            if c is None or c.n != connection:
                 return False
-        entry = self.logged.get(pubend, {}).get(tick)
-        if entry is None and self._fail(
-            "logged_first",
-            sub,
-            f"tick {tick} of {pubend} delivered before its pubend durably logged it",
-            r,
-            pubend=pubend,
-            tick=tick,
-            events=(self._persist_record(pubend, tick),),
-        ):
-            return True
-        if entry is not None:
-            attrs_, _lt, lrec = entry
-            got = self.ctx.payload_attributes(d.payload)
-            if (
-                got is not None
-                and got is not attrs_
-                and dict(got) != dict(attrs_)
-                and self._fail(
-                    "no_e",
-                    sub,
-                    f"delivered payload {dict(got)!r} differs from the logged {dict(attrs_)!r} "
-                    "(D(a) ⊔ D(b) = E)",
-                    r,
-                    pubend=pubend,
-                    tick=tick,
-                    events=(lrec,),
-                )
-            ):
+        if not judged:
+            self._judge_message(r, sub, pubend, tick, r.detail.payload)
+            if self.violation is not None:
                 return True
-            if not self._matches(c.filter, pubend, tick) and self._fail(
+        if (
+            entry is not None
+            and not self._matches(c.filter, pubend, tick)
+            and self._fail(
                 "safety",
                 sub,
-                f"message {dict(attrs_)!r} does not match the filter {c.filter!r}",
+                f"message {dict(entry[0])!r} does not match the filter {c.filter!r}",
                 r,
                 pubend=pubend,
                 tick=tick,
-                events=(lrec,),
-            ):
-                return True
+                events=(entry[2],),
+            )
+        ):
+            return True
         seen = c.seen.setdefault(pubend, set())
         prev_rec = c.records.get(pubend)
         if tick in seen and self._fail(

@@ -29,6 +29,7 @@ from typing import Any, Final, final
 
 import attrs
 
+from gapless.impl.effects import deliveries
 from gapless.impl.trace import TraceRecord, percentile
 from gapless.models.faults import FaultEvent, FaultSchedule
 from gapless.models.runner import RunOutcome, RunSpec
@@ -176,11 +177,11 @@ def metrics(scenario: Scenario, outcome: RunOutcome, brokers: tuple[str, ...]) -
         elif k == "connect":
             conn_start[(r.detail.subscriber, r.detail.connection)] = r.time
         elif k == "deliver":
-            d = r.detail
-            delivered.setdefault((d.subscriber, d.connection, d.pubend), []).append(d.tick)
-            t0 = getattr(d.payload, "published_at", None)
-            if t0 is not None:
-                lat.append((t0, r.time - t0))
+            for d in deliveries(r.detail):
+                delivered.setdefault((d.subscriber, d.connection, d.pubend), []).append(d.tick)
+                t0 = getattr(d.payload, "published_at", None)
+                if t0 is not None:
+                    lat.append((t0, r.time - t0))
         elif k == "send":
             w = r.detail.wire
             if w.kind == "nack":

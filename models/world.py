@@ -19,7 +19,8 @@ out in order:
   cancels every timer;
 * ``Persist`` — completes ``delay`` µs later with a ``Persisted`` input, unless the node
   crashed meanwhile (the write is then lost, the message was never published [GD §2.2]);
-* ``Deliver`` and ``Rejected`` — recorded.
+* ``Deliver``, ``DeliverCohort`` (one message to several subscribers: one record) and
+  ``Rejected`` — recorded.
 
 Faults (:mod:`gapless.models.faults`) start and end as events. A crash replaces the state
 with ``binding.crash(state)`` (soft state lost, the pubend's stable log kept), cancels timers
@@ -46,7 +47,15 @@ from typing import Any, Final, final
 
 import networkx as nx
 
-from gapless.impl.effects import CancelTimer, Deliver, Persist, Rejected, Send, SetTimer
+from gapless.impl.effects import (
+    CancelTimer,
+    Deliver,
+    DeliverCohort,
+    Persist,
+    Rejected,
+    Send,
+    SetTimer,
+)
 from gapless.impl.inputs import (
     Connect,
     Disconnect,
@@ -212,7 +221,7 @@ class World:
         elif t is Persist:
             self._rec(node.name, "persist", eff)
             self._push(self.now + max(0, eff.delay), _PERSISTED, node.name, eff.key, node.epoch)
-        elif t is Deliver:
+        elif t is Deliver or t is DeliverCohort:
             self._rec(node.name, "deliver", eff)
         elif t is Rejected:
             self._rec(node.name, "rejected", eff)

@@ -72,7 +72,7 @@ from typing import Any, Final, final
 import attrs
 from pyrsistent import PMap, pmap
 
-from gapless.impl.effects import Deliver, Persist, Rejected, Send, SetTimer
+from gapless.impl.effects import Deliver, DeliverCohort, Persist, Rejected, Send, SetTimer
 from gapless.impl.errors import ProtocolMisuse
 from gapless.impl.filters import FilterIndex, FilterSyntaxError, parse_filter
 from gapless.impl.gd import ranges as R
@@ -1078,8 +1078,29 @@ def _shb_ack(st: NodeState, p: str, s: Stream, now: int, out: Out, force: bool) 
 
 def _deliver(st: NodeState, index: FilterIndex, p: str, d: Data, out: Out) -> None:
     conns = st.connections
-    for sub in index.match(d.attributes):
+    subs = index.match(d.attributes)
+    if len(subs) == 1:
+        sub = subs[0]
         out.append(Deliver(subscriber=sub, pubend=p, tick=d.tick, payload=d, connection=conns[sub]))
+    elif subs:
+        out.append(DeliverCohort(pubend=p, tick=d.tick, payload=d, to=_cohort(subs, conns)))
+
+
+# The last cohort built for each connections map: a transparent memo (same inputs, same
+# value), so the SHB reuses one ``to`` tuple while its matching subscribers and their
+# connections stay the same, and readers can memoise by identity.
+_COHORTS: dict[int, tuple[Any, tuple[str, ...], tuple[tuple[str, int], ...]]] = {}
+
+
+def _cohort(subs: tuple[str, ...], conns: Any) -> tuple[tuple[str, int], ...]:
+    hit = _COHORTS.get(id(conns))
+    if hit is not None and hit[0] is conns and hit[1] == subs:
+        return hit[2]
+    to = tuple([(sub, conns[sub]) for sub in subs])
+    if len(_COHORTS) >= 4096:
+        _COHORTS.clear()
+    _COHORTS[id(conns)] = (conns, subs, to)
+    return to
 
 
 def _shb_advance(

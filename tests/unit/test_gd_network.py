@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from gapless.impl.effects import Deliver, Persist, Send, SetTimer
+from gapless.impl.effects import Deliver, DeliverCohort, Persist, Send, SetTimer, deliveries
 from gapless.impl.errors import ProtocolMisuse
 from gapless.impl.gd import (
     PAPER_POLICY,
@@ -107,8 +107,9 @@ class Net:
                 elif isinstance(e, Persist):
                     self.persists[(node, e.key)] = e
                     self.push(at + e.delay, node, Persisted(key=e.key))
-                elif isinstance(e, Deliver):
-                    self.delivered.append((at, e.subscriber, e.pubend, e.tick, e.payload))
+                elif isinstance(e, (Deliver, DeliverCohort)):
+                    for d in deliveries(e):
+                        self.delivered.append((at, d.subscriber, d.pubend, d.tick, d.payload))
 
     def crash(self, node: str, at: int) -> None:
         self.run(at)

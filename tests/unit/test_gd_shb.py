@@ -7,7 +7,7 @@ from typing import Any
 import pytest
 from pyrsistent import pmap
 
-from gapless.impl.effects import Deliver, Rejected, Send, SetTimer
+from gapless.impl.effects import Deliver, DeliverCohort, Rejected, Send, SetTimer, deliveries
 from gapless.impl.errors import ProtocolMisuse
 from gapless.impl.gd import (
     Ack,
@@ -45,8 +45,13 @@ def rx(st: NodeState, msg: Any, now: int, sender: str = "phb") -> tuple[NodeStat
     return handle(st, Receive(sender=sender, msg=msg), now)
 
 
+def each_delivery(eff: tuple[Any, ...]) -> list[Deliver]:
+    """Every delivery, cohorts expanded (a ``DeliverCohort`` means its ``Deliver`` effects)."""
+    return [d for e in eff if isinstance(e, (Deliver, DeliverCohort)) for d in deliveries(e)]
+
+
 def delivered(eff: tuple[Any, ...]) -> list[tuple[str, int]]:
-    return [(e.subscriber, e.tick) for e in eff if isinstance(e, Deliver)]
+    return [(e.subscriber, e.tick) for e in each_delivery(eff)]
 
 
 def sent(eff: tuple[Any, ...], kind: type) -> list[Any]:
@@ -65,7 +70,7 @@ def test_delivers_in_order_per_filter_and_acks_the_delivered_prefix() -> None:
     assert sent(eff, Ack) == []
     st, eff = rx(st, Knowledge(pubend="P0", silence=((0, 99),), data=data(100, x=2)), 20)
     assert delivered(eff) == [("b", 100), ("a", 200), ("b", 200)]
-    assert {e.connection for e in eff if isinstance(e, Deliver)} == {7}
+    assert {e.connection for e in each_delivery(eff)} == {7}
     assert [a.upto for a in sent(eff, Ack)] == [200]
     # a duplicate changes nothing
     st2, eff2 = rx(st, Knowledge(pubend="P0", data=data(200, x=1)), 30)
@@ -162,7 +167,7 @@ def test_connect_starts_a_new_connection_and_crash_ends_them() -> None:
     assert delivered(eff) == []
     st, _ = handle(st, Connect(subscriber="a", filter="*", connection=8), 40)
     st, eff = rx(st, Knowledge(pubend="P0", silence=((201, 299),), data=data(300)), 50)
-    assert [(e.tick, e.connection) for e in eff if isinstance(e, Deliver)] == [(300, 8)]
+    assert [(e.tick, e.connection) for e in each_delivery(eff)] == [(300, 8)]
     down = crash(st)
     up, _ = handle(down, Restart(), 1_000_000)
     assert up.connections == pmap()

@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from gapless.impl.effects import Deliver, Persist
+from gapless.impl.effects import Deliver, DeliverCohort, Persist
 from gapless.impl.inputs import Connect, Disconnect, Persisted
 from gapless.impl.trace import Fault, Published, Sent, TraceRecord, Wire
 from gapless.invariants import INVARIANTS
@@ -465,3 +465,37 @@ def test_online_checker_stops_at_the_first_violation() -> None:
     assert results[:-1] == [False] * (len(results) - 1)
     assert c.violation is not None
     assert c.violation.invariant == "exactly_once"
+
+
+def _cohort(t: T, at: int, shb: str, subs: tuple[str, ...], pubend: str, when: int, n: int) -> T:
+    payload = {"n": n, "loc": "NY"}
+    return t._add(
+        at,
+        shb,
+        "deliver",
+        DeliverCohort(
+            pubend=pubend, tick=tick(when, pubend), payload=payload, to=tuple((s, 0) for s in subs)
+        ),
+    )
+
+
+def test_a_cohort_delivery_is_judged_for_each_member() -> None:
+    ctx = _ctx(
+        subs=(
+            SubscriptionInfo(name="u1", shb="s1", filter="true"),
+            SubscriptionInfo(name="u3", shb="s1", filter="true"),
+        )
+    )
+    base = T().connect(0, "s1", "u1").connect(0, "s1", "u3").publish(10, "P1", 0)
+    assert _check(_cohort(base, 300, "s1", ("u1", "u3"), "P1", 10, 0), ctx=ctx) is None
+    # u3 already had tick 10: the cohort delivers it twice to u3 only
+    dup = T().connect(0, "s1", "u1").connect(0, "s1", "u3").publish(10, "P1", 0)
+    dup.deliver(200, "s1", "u3", "P1", 10, 0)
+    v = _check(_cohort(dup, 300, "s1", ("u1", "u3"), "P1", 10, 0), ctx=ctx)
+    assert v is not None
+    assert (v.invariant, v.subject) == ("exactly_once", "u3")
+    # a member that is not connected is caught too
+    gone = T().connect(0, "s1", "u1").publish(10, "P1", 0)
+    v = _check(_cohort(gone, 300, "s1", ("u1", "u3"), "P1", 10, 0), ctx=ctx)
+    assert v is not None
+    assert (v.invariant, v.subject) == ("safety", "u3")
