@@ -236,7 +236,7 @@ def _encode(value: Any) -> str:
     if t is bool:
         return "T" if value else "F"
     if t is tuple:
-        return "(" + "".join([_encode(v) for v in value]) + ")"
+        return "(" + "".join([f"i{v};" if type(v) is int else _encode(v) for v in value]) + ")"
     if t is float:
         return f"f{value!r};"
     got = _kinds.get(t)
@@ -267,6 +267,10 @@ def _encode(value: Any) -> str:
                 parts.append(f"{n}=s{len(v)}:{v}")
             elif tv is int:
                 parts.append(f"{n}=i{v};")
+            elif v is None:
+                parts.append(f"{n}=N")
+            elif tv is bool:
+                parts.append(f"{n}=T" if v else f"{n}=F")
             else:
                 parts.append(f"{n}={_encode(v)}")
         parts.append(")")

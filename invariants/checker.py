@@ -302,11 +302,63 @@ class Checker:
             entry = self._judge_message(r, d.to[0][0], pubend, tick, d.payload)
             if self.violation is not None:
                 return True
-            return any(
-                self._deliver_one(r, sub, conn, pubend, tick, entry, True) for sub, conn in d.to
-            )
+            return self._deliver_cohort(r, d.to, pubend, tick, entry)
         entry = self.logged.get(d.pubend, {}).get(d.tick)
         return self._deliver_one(r, d.subscriber, d.connection, d.pubend, d.tick, entry, False)
+
+    def _deliver_cohort(
+        self,
+        r: TraceRecord,
+        to: tuple[tuple[str, int], ...],
+        pubend: str,
+        tick: int,
+        entry: tuple[Mapping[str, Any], int, TraceRecord] | None,
+    ) -> bool:
+        """Each member of a cohort: a fast path for the common case (live connection,
+        matching filter, a new tick above the last one, nothing logged in between), which
+        applies exactly the bookkeeping of :meth:`_deliver_one`; anything else goes through
+        :meth:`_deliver_one`, which judges it in full."""
+        conns = self.conns
+        node = r.node
+        merged = pubend in self.merged
+        gapless = self.on["gapless"]
+        ticks = self.logged_sorted.get(pubend, [])
+        tick_lo = bisect.bisect_left(ticks, tick)
+        matched: dict[str, bool] = {}
+        for sub, conn in to:
+            c = conns.get(sub)
+            ok = (
+                entry is not None
+                and c is not None
+                and c.live
+                and c.n == conn
+                and c.shb == node
+                and tick > c.last.get(pubend, -1)
+                and not (merged and tick <= c.last_any)
+            )
+            if ok:
+                assert c is not None
+                m = matched.get(c.filter)
+                if m is None:
+                    m = matched[c.filter] = self._matches(c.filter, pubend, tick)
+                seen = c.seen.get(pubend)
+                ok = m and (seen is None or tick not in seen)
+                if ok and gapless:
+                    # no logged tick strictly between the last delivery and this one
+                    ok = bisect.bisect_right(ticks, c.last.get(pubend, -1)) >= tick_lo
+            if not ok:
+                if self._deliver_one(r, sub, conn, pubend, tick, entry, True):
+                    return True
+                continue
+            assert c is not None
+            if seen is None:
+                seen = c.seen[pubend] = set()
+            seen.add(tick)
+            c.last[pubend] = tick
+            c.records[pubend] = r
+            if merged:
+                c.last_any = tick
+        return False
 
     def _judge_message(
         self, r: TraceRecord, sub: str, pubend: str, tick: int, payload: Any
@@ -560,14 +612,13 @@ class Checker:
             live = [c for c in self.conns.values() if c.live and c.shb == src]
             live.sort(key=lambda c: c.sub)
             for t in ticks[lo:hi]:
-                pt = self.publish_time(pubend, t)
+                pt = None
                 for c in live:
-                    if (
-                        pt is not None
-                        and pt > c.start
-                        and self._matches(c.filter, pubend, t)
-                        and t not in c.seen.get(pubend, ())
-                    ):
+                    if t in c.seen.get(pubend, ()):
+                        continue
+                    if pt is None:
+                        pt = self.publish_time(pubend, t)
+                    if pt is not None and pt > c.start and self._matches(c.filter, pubend, t):
                         return self._fail(
                             "ack_consolidation",
                             src,

@@ -114,9 +114,29 @@ def subtract(a: Ranges, b: Ranges) -> Ranges:
 
 def clip(rs: Ranges, lo: int, hi: int) -> Ranges:
     """The part of ``rs`` inside ``[lo, hi]``."""
-    if lo > hi:
+    if lo > hi or not rs:
         return ()
-    return intersect(rs, ((lo, hi),))
+    if rs[0][0] >= lo and rs[-1][1] <= hi:
+        return rs
+    # the ranges that can overlap [lo, hi]: from the one holding lo (or the next) up to the
+    # last starting at or before hi — found by bisection, not a scan
+    i = max(_index(rs, lo), 0)
+    j = bisect_right(rs, hi, key=_lo)
+    if i >= j:
+        return ()
+    part = rs[i:j]
+    a, b = part[0]
+    if b < lo:
+        part = part[1:]
+        if not part:
+            return ()
+        a, b = part[0]
+    if a < lo:
+        part = ((lo, b), *part[1:])
+    a, b = part[-1]
+    if b > hi:
+        part = (*part[:-1], (a, hi))
+    return part
 
 
 def _lo(r: tuple[int, int]) -> int:

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from hypothesis import given
+from hypothesis import strategies as hst
 from pyrsistent import pmap
 
 from gapless.impl.effects import Rejected, Send, SetTimer
@@ -273,3 +275,18 @@ def test_sideways_silence_is_final_for_its_cell_only() -> None:
     # s1 nacks the same ticks: they are F for s1, answered at once
     b2, out = rx(b2, "s1", Nack(pubend="P0", start=100, end=150), 30)
     assert [(s.to, s.msg.silence) for s in out] == [("s1", ((100, 150),))]
+
+
+@given(
+    hst.lists(hst.integers(0, 60), max_size=12, unique=True),
+    hst.integers(-3, 63),
+    hst.integers(-3, 63),
+)
+def test_ranges_clip_is_intersection_with_one_range(points: list[int], lo: int, hi: int) -> None:
+    """``clip`` (bisection) agrees with the scanning ``intersect`` on every input."""
+    from gapless.impl.gd import ranges as R
+
+    pts = sorted(points)
+    rs = R.normalize([(pts[i], pts[i + 1]) for i in range(0, len(pts) - 1, 2)])
+    expected = () if lo > hi else R.intersect(rs, ((lo, hi),))
+    assert R.clip(rs, lo, hi) == expected
