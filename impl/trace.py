@@ -56,6 +56,7 @@ __all__ = [
     "TraceDigest",
     "TraceRecord",
     "Wire",
+    "as_pmap",
     "canonical",
     "count",
     "percentile",
@@ -107,6 +108,11 @@ class Wire:
     retransmission: bool = False
 
 
+def as_pmap(value: Mapping[str, Any]) -> PMap[str, Any]:
+    """``value`` as a ``PMap`` — itself when it already is one (``pmap`` would copy it)."""
+    return value if isinstance(value, PMap) else pmap(value)
+
+
 @final
 @attrs.frozen(kw_only=True)
 class Published:
@@ -114,7 +120,7 @@ class Published:
 
     pubend: str
     index: int
-    attributes: PMap[str, Any] = attrs.field(factory=pmap, converter=pmap)
+    attributes: PMap[str, Any] = attrs.field(factory=pmap, converter=as_pmap)
     size: int = 100
 
 

@@ -29,6 +29,7 @@ import networkx as nx
 from pyrsistent import PMap, pmap
 
 from gapless.impl.errors import ProtocolMisuse
+from gapless.impl.trace import as_pmap
 from gapless.models.faults import derive_seed
 from gapless.models.topology import pubends, shbs
 
@@ -102,7 +103,7 @@ class PublishEvent:
     at_us: int
     pubend: str
     index: int
-    attributes: PMap[str, Any] = attrs.field(factory=pmap, converter=pmap)
+    attributes: PMap[str, Any] = attrs.field(factory=pmap, converter=as_pmap)
     size: int = 100
 
 

@@ -575,8 +575,11 @@ def _forward(
                 if d not in new_data:
                     continue
                 lo = max(o.sent_upto, s.fin) + 1
-                known = R.union(s.silent, o.filtered) if o.filtered else s.silent
-                bracket = R.clip(known, lo, d.tick - 1) if known else known
+                # the F ticks known here between the last sent and this D: clipping each set
+                # first (bisection) equals clipping their union, without merging whole sets
+                bracket = R.clip(s.silent, lo, d.tick - 1)
+                if o.filtered:
+                    bracket = R.union(bracket, R.clip(o.filtered, lo, d.tick - 1))
                 # "D F*": the F after the D (pre-assigned by the pubend [GD §2.2]) goes along
                 if finals_c and finals_c[-1][1] > d.tick:
                     bracket = R.union(bracket, R.clip(finals_c, d.tick + 1, 1 << 62))
