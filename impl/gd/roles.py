@@ -1089,20 +1089,25 @@ def _deliver(st: NodeState, index: FilterIndex, p: str, d: Data, out: Out) -> No
         out.append(DeliverCohort(pubend=p, tick=d.tick, payload=d, to=_cohort(subs, conns)))
 
 
-# The last cohort built for each connections map: a transparent memo (same inputs, same
-# value), so the SHB reuses one ``to`` tuple while its matching subscribers and their
-# connections stay the same, and readers can memoise by identity.
-_COHORTS: dict[int, tuple[Any, tuple[str, ...], tuple[tuple[str, int], ...]]] = {}
+# Cohorts built for each connections map: a transparent memo (same inputs, same value), so
+# the SHB reuses one ``to`` tuple per set of matching subscribers while their connections
+# stay the same, and readers can memoise by identity.
+_COHORTS: dict[int, tuple[Any, dict[tuple[str, ...], tuple[tuple[str, int], ...]]]] = {}
 
 
 def _cohort(subs: tuple[str, ...], conns: Any) -> tuple[tuple[str, int], ...]:
     hit = _COHORTS.get(id(conns))
-    if hit is not None and hit[0] is conns and hit[1] == subs:
-        return hit[2]
-    to = tuple([(sub, conns[sub]) for sub in subs])
-    if len(_COHORTS) >= 4096:
-        _COHORTS.clear()
-    _COHORTS[id(conns)] = (conns, subs, to)
+    if hit is None or hit[0] is not conns:
+        if len(_COHORTS) >= 64:
+            _COHORTS.clear()
+        hit = _COHORTS[id(conns)] = (conns, {})
+    table = hit[1]
+    to = table.get(subs)
+    if to is None:
+        to = tuple([(sub, conns[sub]) for sub in subs])
+        if len(table) >= 65_536:
+            table.clear()
+        table[subs] = to
     return to
 
 
