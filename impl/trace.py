@@ -242,7 +242,17 @@ def _encode(value: Any) -> str:
     if t is bool:
         return "T" if value else "F"
     if t is tuple:
-        return "(" + "".join([f"i{v};" if type(v) is int else _encode(v) for v in value]) + ")"
+        parts = ["("]
+        for v in value:
+            tv = type(v)
+            if tv is int:
+                parts.append(f"i{v};")
+            elif tv is tuple and len(v) == 2 and type(v[0]) is int and type(v[1]) is int:
+                parts.append(f"(i{v[0]};i{v[1]};)")  # a tick range
+            else:
+                parts.append(_encode(v))
+        parts.append(")")
+        return "".join(parts)
     if t is float:
         return f"f{value!r};"
     got = _kinds.get(t)
