@@ -206,21 +206,22 @@ def _assign(
 _NEVER: Final = float("inf")  # a run start beyond every tick
 
 
+def _join_f(x: Knowledge) -> Knowledge:
+    """``F ⊔ x``: the one join the in-order path performs on every message. The acknowledged
+    prefix F lands on the previous D(a), giving D*(a) [GD §2.1]; the differential tests check
+    this shortcut against :meth:`Knowledge.join`."""
+    if x is F or x is Q:
+        return F
+    if x.kind is Kind.D:
+        return Knowledge(Kind.DSTAR, x.payload)
+    return F.join(x)
+
+
 def _joiner(value: Any, bottom: Any) -> Callable[[Any], Any]:
     """``x -> value ⊔ x``, answering the bottom and equal cases without calling join."""
-    vjoin = value.join
     if value is F:
-        # The one join the in-order path performs on every message: the acknowledged prefix
-        # F lands on the previous D(a), giving D*(a) [GD §2.1] (the differential tests check
-        # this shortcut against Knowledge.join).
-        def join_f(x: Any) -> Any:
-            if x is value or x is bottom:
-                return value
-            if x.kind is Kind.D:
-                return Knowledge(Kind.DSTAR, x.payload)
-            return vjoin(x)
-
-        return join_f
+        return _join_f
+    vjoin = value.join
 
     def join(x: Any) -> Any:
         if x is value or x is bottom:
@@ -245,7 +246,8 @@ def _edit(
     Values are compared by identity first, then by kind, then by ``==`` (cheapest first).
     """
     if a < p:
-        if fn(fin) == fin:
+        f0 = fn(fin)
+        if f0 is fin or f0 == fin:
             a = p  # the collapsed prefix is unaffected
             if a >= b1:
                 return None
