@@ -15,12 +15,13 @@ tick Q.
 from __future__ import annotations
 
 from bisect import bisect_left, bisect_right
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any, TypeVar, final
 
 import attrs
 from pyrsistent import PMap, PSet, pmap, pset
 
+from gapless.impl.errors import ProtocolMisuse
 from gapless.impl.filters import Filter, FilterIndex
 from gapless.impl.gd.config import GDConfig
 from gapless.impl.gd.messages import Data
@@ -205,23 +206,37 @@ class NodeState:
         return self.ctx.role
 
 
-_FIELDS: dict[type, tuple[str, ...]] = {}
+_COPIERS: dict[type, Callable[[Any, dict[str, Any]], Any]] = {}
 _T = TypeVar("_T")
+
+
+def _copier(cls: type) -> Callable[[Any, dict[str, Any]], Any]:
+    """A copier for ``cls`` with one unrolled line per field — generated source, the way
+    attrs builds its own methods — instead of a loop over the field names on every copy.
+    Only this module's attrs classes reach it; their field names are identifiers."""
+    names = tuple(a.name for a in attrs.fields(cls))
+    if not all(n.isidentifier() for n in names):
+        raise ProtocolMisuse(f"evolve: {cls.__name__} has a field that is not an identifier")
+    lines = ["def copier(inst, changes):", "    new = new_(cls)"]
+    lines.extend(
+        f"    set_(new, {n!r}, changes[{n!r}] if {n!r} in changes else inst.{n})" for n in names
+    )
+    lines.append("    return new")
+    scope: dict[str, Any] = {"new_": object.__new__, "set_": object.__setattr__, "cls": cls}
+    exec(compile("\n".join(lines), f"<evolve {cls.__name__}>", "exec"), scope)
+    fn: Callable[[Any, dict[str, Any]], Any] = scope["copier"]
+    return fn
 
 
 def evolve(inst: _T, **changes: Any) -> _T:
     """A changed copy of one of this module's frozen values — ``attrs.evolve`` without
     validators or converters (none of these classes has any), several times faster; the GD
     handlers copy these values on every step."""
-    cls = type(inst)
-    names = _FIELDS.get(cls)
-    if names is None:
-        names = _FIELDS[cls] = tuple(a.name for a in attrs.fields(cls))  # type: ignore[arg-type]
-    new = object.__new__(cls)
-    setter = object.__setattr__
-    for name in names:
-        setter(new, name, changes[name] if name in changes else getattr(inst, name))
-    return new
+    fn = _COPIERS.get(type(inst))
+    if fn is None:
+        fn = _COPIERS[type(inst)] = _copier(type(inst))
+    result: _T = fn(inst, changes)
+    return result
 
 
 Rows = tuple[tuple[int, Data], ...]
