@@ -287,6 +287,8 @@ def _encode(value: Any) -> str:
                 parts.append(f"{n}=N")
             elif tv is bool:
                 parts.append(f"{n}=T" if v else f"{n}=F")
+            elif tv is tuple and not v:
+                parts.append(f"{n}=()")
             else:
                 parts.append(f"{n}={_encode(v)}")
         parts.append(")")

@@ -284,8 +284,26 @@ def _cell_of(ctx: NodeCtx, broker: str) -> str | None:
     return None if spec is None else spec.cell
 
 
+# _route is a pure function of (ctx, links_down, status, p, cell); links and status change
+# rarely, so the last answer per (node, pubend, cell) is kept with the values it was computed
+# from (a transparent memo: identity-checked inputs, same result).
+_ROUTES: dict[tuple[int, str, str], tuple[Any, Any, Any, tuple[str, str | None] | None]] = {}
+
+
 def _route(ctx: NodeCtx, st: NodeState, p: str, cell: str) -> tuple[str, str | None] | None:
     """``(broker, for_cell)`` to send ``p``'s knowledge towards downstream ``cell``."""
+    key = (id(ctx), p, cell)
+    hit = _ROUTES.get(key)
+    if hit is not None and hit[0] is ctx and hit[1] is st.links_down and hit[2] is st.status:
+        return hit[3]
+    got = _route_now(ctx, st, p, cell)
+    if len(_ROUTES) >= 65_536:
+        _ROUTES.clear()
+    _ROUTES[key] = (ctx, st.links_down, st.status, got)
+    return got
+
+
+def _route_now(ctx: NodeCtx, st: NodeState, p: str, cell: str) -> tuple[str, str | None] | None:
     brokers = ctx.cell_brokers[cell]
     neighbours = ctx.neighbours
     linked = [b for b in brokers if b in neighbours and b not in st.links_down]
