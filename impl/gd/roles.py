@@ -817,15 +817,26 @@ def _cell_finals(ctx: NodeCtx, s: Stream, p: str, cell: str, finals: R.Ranges) -
     return _with_o(ctx, s, p, cell, evolve(o, filtered=filtered))
 
 
+def _downstream_cell(
+    ctx: NodeCtx, sender: str, p: str, what: str, out: Out, inp: Any
+) -> str | None:
+    """The downstream cell of ``sender`` for pubend ``p``, or None after recording a Rejected
+    effect: acks and nacks are only accepted from a cell downstream of us [GD §3.1]."""
+    c = _cell_of(ctx, sender)
+    if c is None or c not in ctx.children.get(p, ()):
+        out.append(Rejected(reason=f"{what} for {p} from {sender}, not downstream", input=inp))
+        return None
+    return c
+
+
 def _satisfy_nack(
     st: NodeState, sender: str, msg: Nack, now: int, out: Out, labels: list[str], inp: Any
 ) -> NodeState:
     """[GD §3.1] Satisfy a nack from the streams; the rest becomes C; consolidate upstream."""
     ctx = st.ctx
     p = msg.pubend
-    c = _cell_of(ctx, sender)
-    if c is None or c not in ctx.children.get(p, ()):
-        out.append(Rejected(reason=f"nack for {p} from {sender}, not downstream", input=inp))
+    c = _downstream_cell(ctx, sender, p, "nack", out, inp)
+    if c is None:
         return st
     if msg.end < msg.start or msg.start < 0:
         out.append(Rejected(reason=f"nack range [{msg.start}, {msg.end}] is empty", input=inp))
@@ -882,9 +893,8 @@ def _on_ack(
 ) -> NodeState:
     ctx = st.ctx
     p = msg.pubend
-    c = _cell_of(ctx, sender)
-    if c is None or c not in ctx.children.get(p, ()):
-        out.append(Rejected(reason=f"ack for {p} from {sender}, not downstream", input=inp))
+    c = _downstream_cell(ctx, sender, p, "ack", out, inp)
+    if c is None:
         return st
     s = _stream(st, p)
     o = _o(ctx, s, p, c)
