@@ -829,6 +829,15 @@ def _downstream_cell(
     return c
 
 
+def _from_upstream(ctx: NodeCtx, sender: str, p: str, what: str, out: Out, inp: Any) -> bool:
+    """True if ``sender`` is in our upstream cell for pubend ``p``; otherwise record a Rejected
+    effect: knowledge and AckExpected only flow downstream [GD §3.1, §3.2]."""
+    if _cell_of(ctx, sender) == ctx.parent.get(p):
+        return True
+    out.append(Rejected(reason=f"{what} {p} from {sender}, not upstream", input=inp))
+    return False
+
+
 def _satisfy_nack(
     st: NodeState, sender: str, msg: Nack, now: int, out: Out, labels: list[str], inp: Any
 ) -> NodeState:
@@ -916,8 +925,7 @@ def _broker_ack_expected(
     that have not acked T."""
     ctx = st.ctx
     p = msg.pubend
-    if _cell_of(ctx, sender) != ctx.parent.get(p):
-        out.append(Rejected(reason=f"AckExpected for {p} from {sender}, not upstream", input=inp))
+    if not _from_upstream(ctx, sender, p, "AckExpected for", out, inp):
         return st
     s = _stream(st, p)
     if s.last_sender != sender:
@@ -1263,8 +1271,7 @@ def _shb_knowledge(
 ) -> NodeState:
     ctx = st.ctx
     p = msg.pubend
-    if p not in ctx.pubends or _cell_of(ctx, sender) != ctx.parent.get(p):
-        out.append(Rejected(reason=f"knowledge of {p} from {sender}, not upstream", input=inp))
+    if p not in ctx.pubends or not _from_upstream(ctx, sender, p, "knowledge of", out, inp):
         return st
     if ctx.config.best_effort:
         if msg.data is not None:
@@ -1305,8 +1312,7 @@ def _shb_ack_expected(
 ) -> NodeState:
     ctx = st.ctx
     p = msg.pubend
-    if p not in ctx.pubends or _cell_of(ctx, sender) != ctx.parent.get(p):
-        out.append(Rejected(reason=f"AckExpected for {p} from {sender}, not upstream", input=inp))
+    if p not in ctx.pubends or not _from_upstream(ctx, sender, p, "AckExpected for", out, inp):
         return st
     if not ctx.policy.answer_ack_expected:
         return st
