@@ -74,6 +74,7 @@ from pyrsistent import PMap, pmap
 
 from gapless.impl.effects import Deliver, DeliverCohort, Persist, Rejected, Send, SetTimer
 from gapless.impl.errors import ProtocolMisuse
+from gapless.impl.fmap import FMap
 from gapless.impl.filters import FilterIndex, FilterSyntaxError, parse_filter
 from gapless.impl.gd import ranges as R
 from gapless.impl.gd.config import GDConfig
@@ -169,6 +170,7 @@ def initial_states(
     pubend_ids = sorted(topology.pubends)
     numbers = _ro({p: i for i, p in enumerate(pubend_ids)})
     cell_brokers = _ro({c: topology.cell_brokers(c) for c in topology.cells()})
+    broker_cells = _ro({b: spec.cell for b, spec in sorted(topology.brokers.items())})
     filter_cache: dict[tuple[str, tuple[str, ...]], EdgeFilter] = {}
 
     def edge_filter(p: str, c: str) -> EdgeFilter:
@@ -222,6 +224,7 @@ def initial_states(
             grandchildren=_ro(
                 {(p, c): topology.child_cells(p, c) for p in pubends for c in children[p]}
             ),
+            broker_cells=broker_cells,
         )
         out[name] = NodeState(ctx=ctx, up=False)
     return out
@@ -280,8 +283,7 @@ def _timer(state: NodeState, *key: Any) -> tuple[Any, ...]:
 
 
 def _cell_of(ctx: NodeCtx, broker: str) -> str | None:
-    spec = ctx.topology.brokers.get(broker)
-    return None if spec is None else spec.cell
+    return ctx.broker_cells.get(broker)
 
 
 # _route is a pure function of (ctx, links_down, status, p, cell); links and status change
@@ -727,7 +729,7 @@ def _raise_fin(s: Stream, prefix: int, labels: list[str]) -> Stream:
     return evolve(s, fin=prefix, data=data, silent=silent, curious=curious, ostreams=ostreams)
 
 
-def _clip_curious(curious: PMap[str, R.Ranges], upto: int) -> PMap[str, R.Ranges]:
+def _clip_curious(curious: FMap[str, R.Ranges], upto: int) -> FMap[str, R.Ranges]:
     """Per-broker C ranges without the ticks ``0..upto``."""
     out = curious
     for x in sorted(curious):
@@ -1609,7 +1611,7 @@ def on_restart(state: NodeState, inp: Restart, now: int) -> Step:
                 silent = silent[1:]
             streams[p] = _fresh(ctx, p, fin=fin, silent=silent, data=log.entries)
             assigned[p] = top
-        st = evolve(st, streams=tuple(streams.values()), assigned=pmap(assigned))
+        st = evolve(st, streams=tuple(streams.values()), assigned=FMap(assigned))
         for p in ctx.hosted:
             entries = st.log.get(p, PubendLog()).entries
             if entries:
@@ -1623,7 +1625,7 @@ def on_restart(state: NodeState, inp: Restart, now: int) -> Step:
                 ctx, p, fin=start, acked_sent=-1, rto_est=cfg.nrt_us, rto_cur=cfg.nrt_us
             )
         groups = {g: GroupState(merged=start + 1) for g in ctx.groups}
-        st = evolve(st, streams=tuple(streams.values()), groups=pmap(groups))
+        st = evolve(st, streams=tuple(streams.values()), groups=FMap(groups))
     else:
         st = evolve(st, streams=tuple(streams.values()))
     out.append(SetTimer(key=_timer(st, "status"), at=now + cfg.link_status_period_us))

@@ -22,6 +22,7 @@ import attrs
 from pyrsistent import PMap, PSet, pmap, pset
 
 from gapless.impl.errors import ProtocolMisuse
+from gapless.impl.fmap import FMap
 from gapless.impl.filters import Filter, FilterIndex
 from gapless.impl.gd.config import GDConfig
 from gapless.impl.gd.messages import Data
@@ -73,7 +74,7 @@ class Ostream:
 
     acked: int = -1
     filtered: Ranges = ()
-    curious: PMap[str, Ranges] = attrs.field(factory=pmap)
+    curious: FMap[str, Ranges] = attrs.field(factory=FMap)
     sent_upto: int = -1
 
 
@@ -170,6 +171,8 @@ class NodeCtx:
     sub_groups: Mapping[str, str | None]
     #: (pubend, downstream cell) -> that cell's own downstream cells (link-status routing)
     grandchildren: Mapping[tuple[str, str], tuple[str, ...]]
+    #: broker -> its cell, for every broker of the topology
+    broker_cells: Mapping[str, str] = attrs.field(factory=dict)
 
 
 @final
@@ -183,15 +186,15 @@ class NodeState:
     epoch: int = 0
     #: one per pubend of ``NodeCtx.pubends``, in that order (empty until the node boots)
     streams: tuple[Stream, ...] = ()
-    log: PMap[str, PubendLog] = attrs.field(factory=pmap)
+    log: FMap[str, PubendLog] = attrs.field(factory=FMap)
     #: pubend -> messages being logged, ``(tick, Data)`` ascending
-    pending: PMap[str, tuple[tuple[int, Data], ...]] = attrs.field(factory=pmap)
-    assigned: PMap[str, int] = attrs.field(factory=pmap)
+    pending: FMap[str, tuple[tuple[int, Data], ...]] = attrs.field(factory=FMap)
+    assigned: FMap[str, int] = attrs.field(factory=FMap)
     links_down: PSet[str] = attrs.field(factory=pset)
-    status: PMap[str, tuple[str, ...]] = attrs.field(factory=pmap)
+    status: FMap[str, tuple[str, ...]] = attrs.field(factory=FMap)
     index: FilterIndex = attrs.field(factory=FilterIndex)
     connections: PMap[str, int] = attrs.field(factory=pmap)
-    groups: PMap[str, GroupState] = attrs.field(factory=pmap)
+    groups: FMap[str, GroupState] = attrs.field(factory=FMap)
 
     @property
     def name(self) -> str:
