@@ -23,7 +23,6 @@ TypeError: FMap is immutable; use set/remove/discard, which return a changed cop
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
 from typing import Any, NoReturn, TypeVar
 
 from gapless.impl.errors import ProtocolMisuse
@@ -50,7 +49,9 @@ class FMap(dict[_K, _V]):
     def remove(self, key: _K) -> FMap[_K, _V]:
         """A copy without ``key``; a missing key is a misuse (as ``pmap.remove``)."""
         if key not in self:
-            raise ProtocolMisuse(f"FMap.remove: key {key!r} is not in the map; allowed: {list(self)}")
+            raise ProtocolMisuse(
+                f"FMap.remove: key {key!r} is not in the map; allowed: {list(self)}"
+            )
         new: FMap[_K, _V] = FMap(self)
         dict.__delitem__(new, key)
         return new
@@ -73,7 +74,7 @@ class FMap(dict[_K, _V]):
 
     __setitem__ = _immutable
     __delitem__ = _immutable
-    __ior__ = _immutable  # type: ignore[assignment]
+    __ior__ = _immutable
     clear = _immutable
     pop = _immutable
     popitem = _immutable
@@ -82,8 +83,3 @@ class FMap(dict[_K, _V]):
 
 
 EMPTY: FMap[Any, Any] = FMap()
-
-
-def fmap(items: Mapping[_K, _V] | Iterable[tuple[_K, _V]] = ()) -> FMap[_K, _V]:
-    """An FMap of ``items``."""
-    return FMap(items)

@@ -108,5 +108,9 @@ class GDConfig:
     #: Best-effort mode [GD §4.1]: only D is forwarded; no accumulation, acks, nacks,
     #: logging or retransmission.
     best_effort: bool = attrs.field(default=False, validator=_flag)
+    #: Take the roles' shortcuts for the common case (an SHB receiving the next message in
+    #: order, ...): the same effects, states and coverage as the general rules, computed
+    #: without them. ``False`` runs the general rules only (the differential tests run both).
+    fast_paths: bool = attrs.field(default=True, validator=_flag)
     #: Emit :class:`gapless.impl.gd.Observe` effects naming lattice transitions.
     coverage: bool = attrs.field(default=False, validator=_flag)

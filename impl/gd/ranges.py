@@ -121,7 +121,7 @@ def clip(rs: Ranges, lo: int, hi: int) -> Ranges:
     # the ranges that can overlap [lo, hi]: from the one holding lo (or the next) up to the
     # last starting at or before hi — found by bisection, not a scan
     i = max(_index(rs, lo), 0)
-    j = bisect_right(rs, hi, key=_lo)
+    j = bisect_right(rs, (hi, _TOP))
     if i >= j:
         return ()
     part = rs[i:j]
@@ -139,13 +139,14 @@ def clip(rs: Ranges, lo: int, hi: int) -> Ranges:
     return part
 
 
-def _lo(r: tuple[int, int]) -> int:
-    return r[0]
+#: Above every tick: ``(t, _TOP)`` sorts after every range ``(lo, hi)`` with ``lo <= t``, so
+#: bisecting for it compares plain tuples (no key function call per probe).
+_TOP = float("inf")
 
 
 def _index(rs: Ranges, t: int) -> int:
     """Index of the range that could contain ``t`` (the last with lo <= t), or -1."""
-    return bisect_right(rs, t, key=_lo) - 1
+    return bisect_right(rs, (t, _TOP)) - 1
 
 
 def contains(rs: Ranges, t: int) -> bool:

@@ -70,16 +70,15 @@ from types import MappingProxyType
 from typing import Any, Final, final
 
 import attrs
-from pyrsistent import PMap, pmap
 
 from gapless.impl.effects import Deliver, DeliverCohort, Persist, Rejected, Send, SetTimer
 from gapless.impl.errors import ProtocolMisuse
-from gapless.impl.fmap import FMap
 from gapless.impl.filters import FilterIndex, FilterSyntaxError, parse_filter
+from gapless.impl.fmap import FMap
 from gapless.impl.gd import ranges as R
 from gapless.impl.gd.config import GDConfig
 from gapless.impl.gd.messages import Ack, AckExpected, Data, Knowledge, LinkStatus, Nack
-from gapless.impl.gd.policy import PAPER_POLICY, GDPolicy
+from gapless.impl.gd.policy import PAPER_POLICY, GDPolicy, paper_doubt_horizon
 from gapless.impl.gd.state import (
     EdgeFilter,
     GroupState,
@@ -1284,6 +1283,10 @@ def _shb_knowledge(
                     _deliver(st, gs.index, p, msg.data, out)
         return st
     s0 = _stream(st, p)
+    if ctx.config.fast_paths:
+        fin = _in_order_fin(ctx, s0, msg)
+        if fin is not None:
+            return _shb_in_order(st, sender, msg, s0, fin, now, out, labels)
     s, _new, changed = _accumulate(s0, msg, labels, out, inp)
     if s.last_sender != sender:
         s = evolve(s, last_sender=sender)
@@ -1307,6 +1310,59 @@ def _shb_knowledge(
                     sm = _shb_ack(st, m, _stream(st, m), now, out, False)
                     st = _put(st, m, _arm_gct(st, m, sm, now, out))
     return st
+
+
+def _in_order_fin(ctx: NodeCtx, s: Stream, msg: Knowledge) -> int | None:
+    """The common case at an SHB, recognised in O(1): the stream holds no pending knowledge
+    or curiosity above ``fin`` (every tick up to ``fin`` delivered), ``msg`` carries the next D
+    and exactly the silence between ``fin`` and it (a first-time message in order [GD §3.1]),
+    the pubend is in no total-order group here and the doubt horizon is the paper's. Returns
+    the tick below which ``msg`` makes the stream final before its D (``None``: not this
+    case). Then accumulating ``msg`` and advancing the doubt horizon amount to: deliver the D,
+    everything up to it is F (see :func:`_shb_in_order`)."""
+    d = msg.data
+    if d is None or s.data or s.silent or s.nacked or s.curious:
+        return None
+    t = d.tick
+    if t <= s.fin or msg.prefix >= t or ctx.groups_of.get(p := msg.pubend):
+        return None
+    if ctx.policy.doubt_horizon is not paper_doubt_horizon or p not in ctx.index:
+        return None
+    lo = max(s.fin, msg.prefix) + 1  # first tick neither final here nor in msg's prefix
+    sil = msg.silence
+    if not sil:
+        return s.fin if lo == t else None
+    if len(sil) == 1 and sil[0][0] <= lo <= sil[0][1] == t - 1:
+        return s.fin
+    return None
+
+
+def _shb_in_order(
+    st: NodeState,
+    sender: str,
+    msg: Knowledge,
+    s: Stream,
+    fin: int,
+    now: int,
+    out: Out,
+    labels: list[str],
+) -> NodeState:
+    """:func:`_shb_knowledge` for the case :func:`_in_order_fin` recognised: the same effects,
+    state and coverage labels as accumulating ``msg`` [GD §2.1] and advancing the doubt horizon
+    [GD §2.3] by the general rules, without building the intermediate streams (the
+    differential test compares both on fault-injected runs)."""
+    d = msg.data
+    assert d is not None
+    p = msg.pubend
+    if msg.prefix > fin or msg.silence:
+        labels.append("K:Q->F")  # ticks fin+1 .. t-1 were Q here
+    labels.append("K:Q->D")
+    labels.append("K:D->F")  # the D is delivered and becomes F at once
+    _deliver(st, st.index, p, d, out)
+    s = evolve(s, fin=d.tick, last_sender=sender)
+    s = _shb_ack(st, p, s, now, out, False)
+    s = _arm_gct(st, p, s, now, out)
+    return _put(st, p, s)
 
 
 def _shb_ack_expected(

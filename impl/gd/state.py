@@ -14,16 +14,16 @@ tick Q.
 
 from __future__ import annotations
 
-from bisect import bisect_left, bisect_right
-from collections.abc import Callable, Mapping
+from bisect import bisect_left
+from collections.abc import Mapping
 from typing import Any, TypeVar, final
 
 import attrs
 from pyrsistent import PMap, PSet, pmap, pset
 
 from gapless.impl.errors import ProtocolMisuse
-from gapless.impl.fmap import FMap
 from gapless.impl.filters import Filter, FilterIndex
+from gapless.impl.fmap import FMap
 from gapless.impl.gd.config import GDConfig
 from gapless.impl.gd.messages import Data
 from gapless.impl.gd.policy import GDPolicy
@@ -54,7 +54,7 @@ class LogRecord:
 
 
 @final
-@attrs.frozen(kw_only=True)
+@attrs.frozen(kw_only=True, slots=False)
 class PubendLog:
     """A pubend's stable storage [GD §2.2]: logged messages above ``floor`` (ticks ``0..floor``
     were acknowledged and released) and the highest tick ever reserved."""
@@ -66,7 +66,7 @@ class PubendLog:
 
 
 @final
-@attrs.frozen(kw_only=True)
+@attrs.frozen(kw_only=True, slots=False)
 class Ostream:
     """``ostream[P, c]`` [GD §3.1]: what one downstream cell ``c`` has acked (``0..acked``
     A), the D ticks its filter turned into F (``filtered``, A at once), the C ticks per
@@ -79,7 +79,7 @@ class Ostream:
 
 
 @final
-@attrs.frozen(kw_only=True)
+@attrs.frozen(kw_only=True, slots=False)
 class Stream:
     """One pubend's stream at a node: ``istream[P]`` at a PHB or IB [GD §3.1], the consolidated
     subend stream at an SHB [GD §2.3, §4.1]. Fields past ``ostreams`` are the SHB's liveness
@@ -110,7 +110,7 @@ class Stream:
 
 
 @final
-@attrs.frozen(kw_only=True)
+@attrs.frozen(kw_only=True, slots=False)
 class GroupState:
     """A total-order merge at an SHB [GD §2.3]: ticks below ``merged`` were delivered to the
     group's subscribers; ``buffer`` holds resolved D ticks of the members not yet merged."""
@@ -176,7 +176,7 @@ class NodeCtx:
 
 
 @final
-@attrs.frozen(kw_only=True)
+@attrs.frozen(kw_only=True, slots=False)
 class NodeState:
     """The whole state of one physical broker. ``up`` is False between a crash and the next
     ``Restart``; ``log`` is its stable storage (kept by a crash), everything else is soft."""
@@ -209,49 +209,46 @@ class NodeState:
         return self.ctx.role
 
 
-_COPIERS: dict[type, Callable[[Any, dict[str, Any]], Any]] = {}
+_FIELDS: dict[type, frozenset[str]] = {}
 _T = TypeVar("_T")
 
 
-def _copier(cls: type) -> Callable[[Any, dict[str, Any]], Any]:
-    """A copier for ``cls`` with one unrolled line per field — generated source, the way
-    attrs builds its own methods — instead of a loop over the field names on every copy.
-    Only this module's attrs classes reach it; their field names are identifiers."""
-    names = tuple(a.name for a in attrs.fields(cls))
-    if not all(n.isidentifier() for n in names):
-        raise ProtocolMisuse(f"evolve: {cls.__name__} has a field that is not an identifier")
-    lines = ["def copier(inst, changes):", "    new = new_(cls)"]
-    lines.extend(
-        f"    set_(new, {n!r}, changes[{n!r}] if {n!r} in changes else inst.{n})" for n in names
-    )
-    lines.append("    return new")
-    scope: dict[str, Any] = {"new_": object.__new__, "set_": object.__setattr__, "cls": cls}
-    exec(compile("\n".join(lines), f"<evolve {cls.__name__}>", "exec"), scope)
-    fn: Callable[[Any, dict[str, Any]], Any] = scope["copier"]
-    return fn
+def _fields(cls: type) -> frozenset[str]:
+    names = frozenset(a.name for a in attrs.fields(cls))
+    _FIELDS[cls] = names
+    return names
 
 
 def evolve(inst: _T, **changes: Any) -> _T:
-    """A changed copy of one of this module's frozen values — ``attrs.evolve`` without
-    validators or converters (none of these classes has any), several times faster; the GD
-    handlers copy these values on every step."""
-    fn = _COPIERS.get(type(inst))
-    if fn is None:
-        fn = _COPIERS[type(inst)] = _copier(type(inst))
-    result: _T = fn(inst, changes)
-    return result
+    """A changed copy of one of this module's frozen values — what ``attrs.evolve`` returns
+    for classes without validators or converters (none of these has any), several times
+    faster: the state classes keep their fields in an instance ``__dict__`` (``slots=False``),
+    so a copy is two C-level dict updates however many fields the class has. The GD handlers
+    copy these values on every step. A name that is not a field is a misuse."""
+    cls = type(inst)
+    names = _FIELDS.get(cls) or _fields(cls)
+    if not names.issuperset(changes):
+        raise ProtocolMisuse(
+            f"evolve: {cls.__name__} has no field {sorted(set(changes) - names)!r}; "
+            f"allowed: {sorted(names)}"
+        )
+    new = object.__new__(cls)
+    d = new.__dict__
+    d.update(inst.__dict__)
+    d.update(changes)
+    return new
 
 
 Rows = tuple[tuple[int, Data], ...]
 
 
-def _row_tick(row: tuple[int, Data]) -> int:
-    return row[0]
+# Rows are bisected with the probe ``(tick,)``: a 1-tuple sorts before every ``(tick, Data)``
+# of the same tick and after those of lower ticks, so only ints are ever compared.
 
 
 def data_get(rows: Rows, tick: int) -> Data | None:
     """The D at ``tick`` in ascending ``rows``, or None."""
-    i = bisect_left(rows, tick, key=_row_tick)
+    i = bisect_left(rows, (tick,))
     if i < len(rows) and rows[i][0] == tick:
         return rows[i][1]
     return None
@@ -261,7 +258,7 @@ def data_put(rows: Rows, d: Data) -> Rows:
     """``rows`` with ``d`` at its tick (a tick already present is kept)."""
     if not rows or rows[-1][0] < d.tick:
         return (*rows, (d.tick, d))
-    i = bisect_left(rows, d.tick, key=_row_tick)
+    i = bisect_left(rows, (d.tick,))
     if i < len(rows) and rows[i][0] == d.tick:
         return rows
     return (*rows[:i], (d.tick, d), *rows[i:])
@@ -269,7 +266,7 @@ def data_put(rows: Rows, d: Data) -> Rows:
 
 def data_remove(rows: Rows, tick: int) -> Rows:
     """``rows`` without ``tick``."""
-    i = bisect_left(rows, tick, key=_row_tick)
+    i = bisect_left(rows, (tick,))
     if i < len(rows) and rows[i][0] == tick:
         return (*rows[:i], *rows[i + 1 :])
     return rows
@@ -279,4 +276,4 @@ def data_above(rows: Rows, fin: int) -> Rows:
     """The rows with tick > ``fin`` (``rows`` itself when that is all of them)."""
     if not rows or rows[0][0] > fin:
         return rows
-    return rows[bisect_right(rows, fin, key=_row_tick) :]
+    return rows[bisect_left(rows, (fin + 1,)) :]

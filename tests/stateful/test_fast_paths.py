@@ -1,0 +1,84 @@
+"""The roles' fast paths (``GDConfig.fast_paths``) are shortcuts, not different rules: on
+fault-injected runs of every topology they give the same trace (every effect: sends, deliveries,
+persists, coverage labels) as the general rules, and the differential check catches a fast path
+that deviates."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import attrs
+import pytest
+
+from gapless.impl.effects import Deliver, DeliverCohort
+from gapless.impl.gd import roles
+from gapless.models.faults import FaultProfile
+from gapless.models.runner import RunOutcome, RunSpec, generate_schedule, run
+from gapless.models.workload import WorkloadSpec
+
+SPECS = [
+    RunSpec(
+        topology=topo,
+        workload=WorkloadSpec(rate_per_pubend=20.0, filters="mixed"),
+        faults=FaultProfile(swarm=True, max_duration_us=2_000_000),
+        duration_us=5_000_000,
+        drain_us=10_000_000,
+    )
+    for topo in ("fig3", "total-order", "two-broker")
+]
+SEEDS = (1, 2)
+
+
+def _both(spec: RunSpec, seed: int) -> tuple[RunOutcome, RunOutcome]:
+    outs = []
+    for fast in (True, False):
+        s = attrs.evolve(spec, config=(("fast_paths", fast),))
+        outs.append(run(s, generate_schedule(s, seed), seed))
+    return outs[0], outs[1]
+
+
+@pytest.fixture
+def fast_calls(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    calls = [0]
+    real = roles._shb_in_order
+
+    def counting(*args: Any, **kwargs: Any) -> Any:
+        calls[0] += 1
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(roles, "_shb_in_order", counting)
+    return calls
+
+
+@pytest.mark.parametrize("spec", SPECS, ids=lambda s: s.topology)
+@pytest.mark.parametrize("seed", SEEDS)
+def test_fast_paths_give_the_general_rules_trace(
+    spec: RunSpec, seed: int, fast_calls: list[int]
+) -> None:
+    fast, general = _both(spec, seed)
+    if spec.topology == "total-order":
+        # every subscriber there reads the merged stream: the recogniser must decline
+        assert fast_calls[0] == 0
+    else:
+        assert fast_calls[0] > 0, "the fast path was taken"
+    assert fast.verdict == general.verdict, (fast.explanation, general.explanation)
+    assert fast.coverage == general.coverage
+    assert fast.trace_digest == general.trace_digest
+
+
+def test_a_deviating_fast_path_is_caught(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Non-vacuity: a fast path that forgets to deliver changes the trace."""
+    real = roles._shb_in_order
+
+    def forgetful(*args: Any, **kwargs: Any) -> Any:
+        out: list[Any] = args[6]
+        before = len(out)
+        state = real(*args, **kwargs)
+        out[before:] = [e for e in out[before:] if not isinstance(e, (Deliver, DeliverCohort))]
+        return state
+
+    monkeypatch.setattr(roles, "_shb_in_order", forgetful)
+    fast, general = _both(SPECS[0], SEEDS[0])
+    assert fast.trace_digest != general.trace_digest
+    assert fast.verdict == "violation"
+    assert general.verdict != "violation"
