@@ -1,8 +1,11 @@
 """``gapless bench <name> [--json]``: run a benchmark, print figures and whether targets hold.
 
 Each benchmark lives in ``gapless.benchmarks.<name>`` and exposes ``run() -> dict`` whose
-result carries ``targets`` (name -> {"value", "target", "met"}). Exit code is 0 whether or
-not targets are met: a benchmark reports, it does not judge.
+result carries ``targets`` (name -> {"value", "target", "met"}). Every result also carries
+``python_ns_per_iteration``, this machine's speed on a fixed interpreter workload
+(``gapless.benchmarks._targets.machine_speed``), so a slow machine can be told from a
+regression. Exit code is 0 whether or not targets are met: a benchmark reports, it does not
+judge.
 """
 
 from __future__ import annotations
@@ -53,6 +56,9 @@ def bench(name: str, as_json: bool) -> None:
     """Run benchmark NAME and report its figures and targets."""
     module = importlib.import_module(BENCHMARKS[name])
     result: dict[str, Any] = module.run()
+    from gapless.benchmarks._targets import machine_speed
+
+    result.update(machine_speed())
     if as_json:
         click.echo(json.dumps(result, indent=2, sort_keys=True))
     else:
