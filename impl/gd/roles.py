@@ -78,7 +78,13 @@ from gapless.impl.fmap import FMap
 from gapless.impl.gd import ranges as R
 from gapless.impl.gd.config import GDConfig
 from gapless.impl.gd.messages import Ack, AckExpected, Data, Knowledge, LinkStatus, Nack
-from gapless.impl.gd.policy import PAPER_POLICY, GDPolicy, paper_doubt_horizon
+from gapless.impl.gd.policy import (
+    PAPER_POLICY,
+    GDPolicy,
+    paper_doubt_horizon,
+    paper_filter_transfer,
+    paper_first_time_silence,
+)
 from gapless.impl.gd.state import (
     EdgeFilter,
     GroupState,
@@ -87,6 +93,7 @@ from gapless.impl.gd.state import (
     NodeState,
     Ostream,
     PubendLog,
+    Rows,
     Stream,
     data_above,
     data_get,
@@ -1047,9 +1054,14 @@ def on_persisted(state: NodeState, inp: Persisted, now: int) -> Step:
     if d0 is None:
         return state, ()
     d = d0
+    ctx = state.ctx
+    if ctx.config.fast_paths and _phb_fast_policy(ctx):
+        got = _phb_publish_in_order(state, p, t, d, pend, now)
+        if got is not None:
+            return got
     out: Out = []
     labels: list[str] = []
-    reserved = t + state.ctx.config.preassign_us
+    reserved = t + ctx.config.preassign_us
     log = state.log.get(p) or PubendLog()
     log = evolve(log, entries=data_put(log.entries, d), reserved=max(log.reserved, reserved))
     rest = data_remove(pend, t)
@@ -1060,6 +1072,82 @@ def on_persisted(state: NodeState, inp: Persisted, now: int) -> Step:
     )
     st = _publish_logged(st, p, d, reserved, now, out, labels)
     return _finish(state, st, out, labels)
+
+
+def _phb_fast_policy(ctx: NodeCtx) -> bool:
+    """The rules :func:`_phb_publish_in_order` builds in are the paper's."""
+    pol = ctx.policy
+    return (
+        ctx.config.preassign_us == 0
+        and pol.filter_transfer is paper_filter_transfer
+        and pol.first_time_silence is paper_first_time_silence
+        and not pol.publish_before_logged
+    )
+
+
+def _phb_publish_in_order(
+    state: NodeState, p: str, t: int, d: Data, pend: Rows, now: int
+) -> Step | None:
+    """:func:`on_persisted` in the common case — the logged tick is above every tick the
+    stream knows and no downstream broker is curious — with the same effects, state and
+    coverage labels as the general rules (:func:`_publish_logged`, :func:`_forward`), in one
+    pass over the downstream cells and one copy of the stream [GD §2.2, §3.1]. ``None``: not
+    this case (the caller applies the general rules)."""
+    ctx = state.ctx
+    s = _stream(state, p)
+    if t <= s.fin or (s.data and s.data[-1][0] >= t):
+        return None
+    ostreams = s.ostreams
+    for o in ostreams:
+        if o.curious:
+            return None
+    out: Out = []
+    labels: list[str] = ["K:Q->D"]
+    fin = s.fin
+    attributes = d.attributes
+    sent: dict[tuple[int, R.Ranges], Knowledge] = {}
+    for ci, c in enumerate(ctx.children.get(p, ())):
+        o = ostreams[ci]
+        if t <= o.acked:
+            continue
+        if ctx.filters[(p, c)].matches(attributes):
+            # first-time D with the F ticks known here since the last one sent [GD §3.1]
+            lo = max(o.sent_upto, fin) + 1
+            bracket = R.clip(s.silent, lo, t - 1)
+            if o.filtered:
+                bracket = R.union(bracket, R.clip(o.filtered, lo, t - 1))
+            route = _route(ctx, state, p, c)
+            if route is not None:
+                to, for_cell = route
+                msg = sent.get((t, bracket)) if for_cell is None else None
+                if msg is None:
+                    msg = Knowledge(
+                        pubend=p, prefix=fin, silence=bracket, data=d, for_cell=for_cell
+                    )
+                    if for_cell is None:
+                        sent[(t, bracket)] = msg
+                out.append(Send(to=to, msg=msg))
+            o = evolve(o, sent_upto=max(o.sent_upto, t))
+        elif R.contains(o.filtered, t):
+            continue
+        else:
+            # the edge filter turns the D into F, acked at once [GD §2.4, §3.1]; first-time
+            # silence goes nowhere, as no broker is curious
+            o = evolve(o, filtered=R.add(o.filtered, t, t))
+            labels.append(FILTERED)
+            labels.append("C:N->A")
+        ostreams = (*ostreams[:ci], o, *ostreams[ci + 1 :])
+    s = evolve(s, data=data_put(s.data, d), ostreams=ostreams)
+    log = state.log.get(p) or PubendLog()
+    log = evolve(log, entries=data_put(log.entries, d), reserved=max(log.reserved, t))
+    rest = data_remove(pend, t)
+    st = evolve(
+        state,
+        log=state.log.set(p, log),
+        pending=state.pending.set(p, rest) if rest else state.pending.remove(p),
+    )
+    s, log2 = _advance_ack(ctx, st, s, p, out, labels, now)
+    return _finish(state, _put(st, p, s, log2), out, labels)
 
 
 def _phb_silence_tick(st: NodeState, p: str, now: int, out: Out, labels: list[str]) -> NodeState:

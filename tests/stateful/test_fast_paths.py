@@ -37,36 +37,48 @@ def _both(spec: RunSpec, seed: int) -> tuple[RunOutcome, RunOutcome]:
     return outs[0], outs[1]
 
 
+FAST_PATHS = ("_shb_in_order", "_phb_publish_in_order")
+
+
 @pytest.fixture
-def fast_calls(monkeypatch: pytest.MonkeyPatch) -> list[int]:
-    calls = [0]
-    real = roles._shb_in_order
+def fast_calls(monkeypatch: pytest.MonkeyPatch) -> dict[str, int]:
+    """How often each fast path produced a step."""
+    calls = dict.fromkeys(FAST_PATHS, 0)
 
-    def counting(*args: Any, **kwargs: Any) -> Any:
-        calls[0] += 1
-        return real(*args, **kwargs)
+    def counting(name: str) -> Any:
+        real = getattr(roles, name)
 
-    monkeypatch.setattr(roles, "_shb_in_order", counting)
+        def fn(*args: Any, **kwargs: Any) -> Any:
+            got = real(*args, **kwargs)
+            if got is not None:
+                calls[name] += 1
+            return got
+
+        return fn
+
+    for name in FAST_PATHS:
+        monkeypatch.setattr(roles, name, counting(name))
     return calls
 
 
 @pytest.mark.parametrize("spec", SPECS, ids=lambda s: s.topology)
 @pytest.mark.parametrize("seed", SEEDS)
 def test_fast_paths_give_the_general_rules_trace(
-    spec: RunSpec, seed: int, fast_calls: list[int]
+    spec: RunSpec, seed: int, fast_calls: dict[str, int]
 ) -> None:
     fast, general = _both(spec, seed)
+    assert fast_calls["_phb_publish_in_order"] > 0, "the PHB fast path was taken"
     if spec.topology == "total-order":
-        # every subscriber there reads the merged stream: the recogniser must decline
-        assert fast_calls[0] == 0
+        # every subscriber there reads the merged stream: the SHB's recogniser must decline
+        assert fast_calls["_shb_in_order"] == 0
     else:
-        assert fast_calls[0] > 0, "the fast path was taken"
+        assert fast_calls["_shb_in_order"] > 0, "the SHB fast path was taken"
     assert fast.verdict == general.verdict, (fast.explanation, general.explanation)
     assert fast.coverage == general.coverage
     assert fast.trace_digest == general.trace_digest
 
 
-def test_a_deviating_fast_path_is_caught(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_deviating_shb_fast_path_is_caught(monkeypatch: pytest.MonkeyPatch) -> None:
     """Non-vacuity: a fast path that forgets to deliver changes the trace."""
     real = roles._shb_in_order
 
@@ -82,3 +94,29 @@ def test_a_deviating_fast_path_is_caught(monkeypatch: pytest.MonkeyPatch) -> Non
     assert fast.trace_digest != general.trace_digest
     assert fast.verdict == "violation"
     assert general.verdict != "violation"
+
+
+def test_a_deviating_phb_fast_path_is_caught(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Non-vacuity: a PHB fast path that forgets the silence before each D changes the trace
+    (and a subscriber stalls on the gap until it nacks)."""
+    from gapless.impl.effects import Send
+    from gapless.impl.gd.messages import Knowledge
+
+    real = roles._phb_publish_in_order
+
+    def silent_less(*args: Any, **kwargs: Any) -> Any:
+        got = real(*args, **kwargs)
+        if got is None:
+            return None
+        state, effects = got
+        changed = tuple(
+            Send(to=e.to, msg=attrs.evolve(e.msg, silence=()))
+            if isinstance(e, Send) and isinstance(e.msg, Knowledge)
+            else e
+            for e in effects
+        )
+        return state, changed
+
+    monkeypatch.setattr(roles, "_phb_publish_in_order", silent_less)
+    fast, general = _both(SPECS[0], SEEDS[0])
+    assert fast.trace_digest != general.trace_digest
