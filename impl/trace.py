@@ -197,7 +197,19 @@ _IMMUTABLE_SETS: Final = (frozenset, PSet)
 
 # frozen attrs types that are built afresh for every record: memoising them by identity only
 # churns the memo (each instance is encoded once)
-_TRANSIENT: Final = frozenset({"Deliver", "Sent", "Received", "Dropped", "Fault", "Published"})
+_TRANSIENT: Final = frozenset(
+    {
+        "Deliver",
+        "Sent",
+        "Received",
+        "Dropped",
+        "Fault",
+        "Published",
+        "Persist",
+        "Persisted",
+        "LogRecord",
+    }
+)
 
 
 def _kind(t: type) -> tuple[str, tuple[str, ...]]:
@@ -229,6 +241,43 @@ def _kind(t: type) -> tuple[str, tuple[str, ...]]:
             got = ("o", ())
         _kinds[t] = got
     return got
+
+
+_attrs_encoders: dict[type, Callable[[Any], str]] = {}
+
+
+def _attrs_encoder(cls: type, names: tuple[str, ...]) -> Callable[[Any], str]:
+    """The canonical encoder of one attrs class: ``@Name(f1=...f2=...)``, each field encoded
+    inline when it is a str, int, None, bool or empty tuple and by :func:`_encode` otherwise.
+    Generated once per class, one unrolled block per field (as attrs generates its own
+    methods), instead of a loop over the field names for every value; field names are
+    identifiers and the class name is only embedded through ``repr``."""
+    if not all(n.isidentifier() for n in names):
+        raise ProtocolMisuse(f"canonical: {cls.__name__} has a field that is not an identifier")
+    lines = ["def enc(value):"]
+    for i, n in enumerate(names):
+        lines += [
+            f"    v = value.{n}",
+            "    tv = type(v)",
+            "    if tv is str:",
+            f"        p{i} = f'{n}=s{{len(v)}}:{{v}}'",
+            "    elif tv is int:",
+            f"        p{i} = f'{n}=i{{v}};'",
+            "    elif v is None:",
+            f"        p{i} = '{n}=N'",
+            "    elif tv is bool:",
+            f"        p{i} = '{n}=T' if v else '{n}=F'",
+            "    elif tv is tuple and not v:",
+            f"        p{i} = '{n}=()'",
+            "    else:",
+            f"        p{i} = '{n}=' + encode(v)",
+        ]
+    joined = ", ".join(f"p{i}" for i in range(len(names)))
+    lines.append(f"    return ''.join((head, {joined}, ')'))" if names else "    return head + ')'")
+    scope: dict[str, Any] = {"encode": _encode, "head": f"@{cls.__name__}("}
+    exec(compile("\n".join(lines), f"<canonical {cls.__name__}>", "exec"), scope)
+    fn: Callable[[Any], str] = scope["enc"]
+    return fn
 
 
 def _encode(value: Any) -> str:
@@ -275,24 +324,10 @@ def _encode(value: Any) -> str:
         if hit is not None and hit[0] is value:
             return hit[1]
     if code in ("a", "A", "t"):
-        parts = [f"@{t.__name__}("]
-        for n in names:
-            v = getattr(value, n)
-            tv = type(v)
-            if tv is str:
-                parts.append(f"{n}=s{len(v)}:{v}")
-            elif tv is int:
-                parts.append(f"{n}=i{v};")
-            elif v is None:
-                parts.append(f"{n}=N")
-            elif tv is bool:
-                parts.append(f"{n}=T" if v else f"{n}=F")
-            elif tv is tuple and not v:
-                parts.append(f"{n}=()")
-            else:
-                parts.append(f"{n}={_encode(v)}")
-        parts.append(")")
-        text = "".join(parts)
+        enc = _attrs_encoders.get(t)
+        if enc is None:
+            enc = _attrs_encoders[t] = _attrs_encoder(t, names)
+        text = enc(value)
     elif code in ("m", "M"):
         items = sorted([(_encode(k), _encode(v)) for k, v in value.items()])
         text = "{" + "".join([f"{k}:{v}" for k, v in items]) + "}"
