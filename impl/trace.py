@@ -296,6 +296,8 @@ def _encode(value: Any) -> str:
             tv = type(v)
             if tv is int:
                 parts.append(f"i{v};")
+            elif tv is str:
+                parts.append(f"s{len(v)}:{v}")
             elif tv is tuple and len(v) == 2 and type(v[0]) is int and type(v[1]) is int:
                 parts.append(f"(i{v[0]};i{v[1]};)")  # a tick range
             else:
@@ -395,7 +397,11 @@ class TraceDigest:
 
     def add(self, record: TraceRecord) -> None:
         """Fold one record into the digest."""
-        d = record.detail
+        self.add_fields(record.seq, record.time, record.node, record.kind, record.detail)
+
+    def add_fields(self, seq: int, time: int, node: str, kind: str, d: Any) -> None:
+        """Fold in the record with these fields (what :meth:`add` does, without building a
+        :class:`TraceRecord` when nobody else reads it)."""
         if type(d) is Deliver and _DELIVER_FAST:
             # the hot record (one per subscriber per message): the same text as _encode, built
             # inline; the payload is shared by the whole cohort and memoised
@@ -414,7 +420,7 @@ class TraceDigest:
             )
         else:
             text = _encode(d)
-        line = f"{record.seq}|{record.time}|{record.node}|{record.kind}|{text}\n"
+        line = f"{seq}|{time}|{node}|{kind}|{text}\n"
         self._h.update(line.encode("utf-8"))
         self.records += 1
 

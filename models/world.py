@@ -186,6 +186,10 @@ class World:
         heapq.heappush(self._queue, (time, self._seq, code, *args))
 
     def _rec(self, node: str, kind: str, detail: Any) -> None:
+        if self.observer is None and not self.record:  # only the digest reads it
+            self.digest.add_fields(self._rseq, self.now, node, kind, detail)
+            self._rseq += 1
+            return
         r = TraceRecord(seq=self._rseq, time=self.now, node=node, kind=kind, detail=detail)
         self._rseq += 1
         self.digest.add(r)
