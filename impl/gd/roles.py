@@ -679,6 +679,7 @@ def _advance_ack(
     labels: list[str],
     now: int,
     send: bool = True,
+    log: PubendLog | None = None,
 ) -> tuple[Stream, PubendLog | None]:
     """Grow the istream's A prefix [GD §3.1] (D* -> F); ack it upstream when ``send`` (a
     downstream ack or a filter made ticks A — silence the upstream itself sent needs no ack);
@@ -703,8 +704,8 @@ def _advance_ack(
                 # consolidated acks go up at most once per ack_delay_us
                 out.append(SetTimer(key=_timer(st, "ack", p), at=now + delay))
                 s = evolve(s, ack_armed=True)
-    elif p in st.log:
-        log = st.log[p]
+    elif log is not None or p in st.log:
+        log = st.log[p] if log is None else log
         if prefix > log.floor:
             new_log = evolve(
                 log,
@@ -1140,14 +1141,16 @@ def _phb_publish_in_order(
     s = evolve(s, data=data_put(s.data, d), ostreams=ostreams)
     log = state.log.get(p) or PubendLog()
     log = evolve(log, entries=data_put(log.entries, d), reserved=max(log.reserved, t))
+    s, released = _advance_ack(ctx, state, s, p, out, labels, now, log=log)
     rest = data_remove(pend, t)
+    i = ctx.index[p]
     st = evolve(
         state,
-        log=state.log.set(p, log),
+        log=state.log.set(p, released or log),
         pending=state.pending.set(p, rest) if rest else state.pending.remove(p),
+        streams=(*state.streams[:i], s, *state.streams[i + 1 :]),
     )
-    s, log2 = _advance_ack(ctx, st, s, p, out, labels, now)
-    return _finish(state, _put(st, p, s, log2), out, labels)
+    return _finish(state, st, out, labels)
 
 
 def _phb_silence_tick(st: NodeState, p: str, now: int, out: Out, labels: list[str]) -> NodeState:
