@@ -231,6 +231,7 @@ def initial_states(
                 {(p, c): topology.child_cells(p, c) for p in pubends for c in children[p]}
             ),
             broker_cells=broker_cells,
+            fast_publish=config.fast_paths and _phb_fast_policy(config, policy),
         )
         out[name] = NodeState(ctx=ctx, up=False)
     return out
@@ -1056,7 +1057,7 @@ def on_persisted(state: NodeState, inp: Persisted, now: int) -> Step:
         return state, ()
     d = d0
     ctx = state.ctx
-    if ctx.config.fast_paths and _phb_fast_policy(ctx):
+    if ctx.fast_publish:
         got = _phb_publish_in_order(state, p, t, d, pend, now)
         if got is not None:
             return got
@@ -1075,11 +1076,10 @@ def on_persisted(state: NodeState, inp: Persisted, now: int) -> Step:
     return _finish(state, st, out, labels)
 
 
-def _phb_fast_policy(ctx: NodeCtx) -> bool:
+def _phb_fast_policy(config: GDConfig, pol: GDPolicy) -> bool:
     """The rules :func:`_phb_publish_in_order` builds in are the paper's."""
-    pol = ctx.policy
     return (
-        ctx.config.preassign_us == 0
+        config.preassign_us == 0
         and pol.filter_transfer is paper_filter_transfer
         and pol.first_time_silence is paper_first_time_silence
         and not pol.publish_before_logged
@@ -1451,9 +1451,13 @@ def _shb_in_order(
     labels.append("K:D->F")  # the D is delivered and becomes F at once
     _deliver(st, st.index, p, d, out)
     s = evolve(s, fin=d.tick, last_sender=sender)
-    s = _shb_ack(st, p, s, now, out, False)
-    s = _arm_gct(st, p, s, now, out)
-    return _put(st, p, s)
+    if not (s.ack_armed and st.ctx.config.ack_delay_us):
+        # (an armed ack timer makes _shb_ack return the stream unchanged, effect-free)
+        s = _shb_ack(st, p, s, now, out, False)
+    # _arm_gct has nothing to do: nothing is known above the new fin (no gap), and p is in no
+    # total-order group
+    i = st.ctx.index[p]
+    return evolve(st, streams=(*st.streams[:i], s, *st.streams[i + 1 :]))
 
 
 def _shb_ack_expected(

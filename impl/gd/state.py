@@ -173,6 +173,9 @@ class NodeCtx:
     grandchildren: Mapping[tuple[str, str], tuple[str, ...]]
     #: broker -> its cell, for every broker of the topology
     broker_cells: Mapping[str, str] = attrs.field(factory=dict)
+    #: the pubend's in-order publication shortcut applies (``fast_paths`` on and the rules it
+    #: builds in are the policy's; see ``roles._phb_fast_policy``)
+    fast_publish: bool = False
 
 
 @final
