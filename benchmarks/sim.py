@@ -19,6 +19,9 @@
    process (informational, for a loaded machine).
 
 Setup objects are moved out of the collector's view before each timed run (``gc.freeze``).
+Each two-broker figure is the least CPU time of ``REPEATS`` identical runs (GD and best effort
+interleaved), as ``timeit`` reports the best of its repeats: a single run moves by 5-10% with
+whatever else the machine does, enough to flip the 15% target on its own.
 """
 
 from __future__ import annotations
@@ -32,6 +35,8 @@ from gapless.benchmarks._targets import target
 __all__ = ["run"]
 
 _S = 1_000_000
+#: identical runs per two-broker configuration; each figure is the least CPU time
+REPEATS = 3
 
 
 def _freeze() -> None:
@@ -154,12 +159,16 @@ def _fig3(online: bool) -> dict[str, float]:
 
 
 def run() -> dict[str, Any]:
-    """Run the benchmark (about a minute or two on this machine) and return its figures."""
+    """Run the benchmark (about three minutes on the 11-23 machine) and return its figures."""
     result: dict[str, Any] = {}
     extra: dict[int, float] = {}
     for n in (100, 1000, 10000):
-        be = _two_broker_cpu(n, True)
-        gd = _two_broker_cpu(n, False)
+        be_runs, gd_runs = [], []
+        for _ in range(REPEATS):
+            be_runs.append(_two_broker_cpu(n, True))
+            gd_runs.append(_two_broker_cpu(n, False))
+        be = min(be_runs, key=lambda r: r["cpu_s"])
+        gd = min(gd_runs, key=lambda r: r["cpu_s"])
         per = gd["published"]
         extra[n] = (gd["cpu_s"] - be["cpu_s"]) / per * 1e6
         result[f"gd_extra_us_per_msg_{n}"] = round(extra[n], 3)
