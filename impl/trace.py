@@ -40,7 +40,7 @@ from typing import Any, Final, final
 import attrs
 from pyrsistent import PMap, PSet, pmap
 
-from gapless.impl.effects import Deliver, DeliverCohort
+from gapless.impl.effects import Deliver, DeliverCohort, Persist
 from gapless.impl.errors import ProtocolMisuse
 
 __all__ = [
@@ -370,6 +370,17 @@ _DELIVER_FAST: Final = tuple(f.name for f in attrs.fields(Deliver)) == (
 
 
 _COHORT_FIELDS: Final = tuple(f.name for f in attrs.fields(DeliverCohort))
+_PERSIST_FAST: Final = tuple(f.name for f in attrs.fields(Persist)) == ("key", "value", "delay")
+
+
+def _encode_key3(key: Any) -> str | None:
+    """``_encode`` of a ``(str, str, int)`` key (a pubend's log key), inline; None for any
+    other value."""
+    if type(key) is tuple and len(key) == 3:
+        a, b, c = key
+        if type(a) is str and type(b) is str and type(c) is int:
+            return f"(s{len(a)}:{a}s{len(b)}:{b}i{c};)"
+    return None
 
 
 def _encode_to(to: Any) -> str:
@@ -417,6 +428,14 @@ class TraceDigest:
             text = (
                 f"@DeliverCohort(pubend={_encode(d.pubend)}tick={_encode(d.tick)}"
                 f"payload={_encode(d.payload)}to={_encode_to(d.to)})"
+            )
+        elif type(d) is Persist and _PERSIST_FAST and type(d.delay) is int:
+            # one per published message at its pubend: the same text as _encode, inline
+            key = _encode_key3(d.key)
+            text = (
+                _encode(d)
+                if key is None
+                else f"@Persist(key={key}value={_encode(d.value)}delay=i{d.delay};)"
             )
         else:
             text = _encode(d)

@@ -271,7 +271,7 @@ def data_remove(rows: Rows, tick: int) -> Rows:
     """``rows`` without ``tick``."""
     i = bisect_left(rows, (tick,))
     if i < len(rows) and rows[i][0] == tick:
-        return (*rows[:i], *rows[i + 1 :])
+        return rows[1:] if i == 0 else (*rows[:i], *rows[i + 1 :])
     return rows
 
 

@@ -114,3 +114,26 @@ def test_workload_is_periodic_phase_shifted_and_capped() -> None:
     capped = generate_workload(WorkloadSpec(max_messages=3), g, duration_us=1_000_000, seed=1)
     assert len(capped.publishes) == 12
     assert [s.name for s in wl.subscriptions] == ["s1.u0", "s2.u0", "s3.u0", "s4.u0", "s5.u0"]
+
+
+def test_hot_record_shortcuts_give_the_canonical_text() -> None:
+    """The digest builds the text of its hottest records (deliveries, cohorts, log writes)
+    inline; it must be exactly the canonical encoding the other records get."""
+    import hashlib
+
+    from gapless.impl.effects import DeliverCohort, Persist
+    from gapless.impl.gd.messages import Data
+    from gapless.impl.gd.state import LogRecord
+
+    data = Data(pubend="P0", tick=64, attributes={"loc": "NY", "p": 3}, size=100)
+    details = [
+        Deliver(subscriber="s1-0", pubend="P0", tick=64, payload=data, connection=2),
+        DeliverCohort(pubend="P0", tick=64, payload=data, to=(("s1-0", 0), ("s1-1", 3))),
+        Persist(key=("gd-log", "P0", 64), value=LogRecord(data=data, reserved=64), delay=7),
+        Persist(key=("other", 1), value=None, delay=0),  # not a log key: the generic path
+    ]
+    for i, detail in enumerate(details):
+        d = TraceDigest()
+        d.add(_r(i, 10 * i, "x", detail))
+        line = f"{i}|{10 * i}|p1|x|{canonical(detail)}\n"
+        assert d.hexdigest() == hashlib.sha256(line.encode("utf-8")).hexdigest(), detail
