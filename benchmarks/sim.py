@@ -36,7 +36,7 @@ __all__ = ["run"]
 
 _S = 1_000_000
 #: identical runs per two-broker configuration; each figure is the least CPU time
-REPEATS = 3
+REPEATS = 5
 
 
 def _freeze() -> None:
@@ -159,7 +159,7 @@ def _fig3(online: bool) -> dict[str, float]:
 
 
 def run() -> dict[str, Any]:
-    """Run the benchmark (about three minutes on the 11-23 machine) and return its figures."""
+    """Run the benchmark (about four minutes on the 11-23 machine) and return its figures."""
     result: dict[str, Any] = {}
     extra: dict[int, float] = {}
     for n in (100, 1000, 10000):
