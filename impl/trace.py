@@ -42,6 +42,7 @@ from pyrsistent import PMap, PSet, pmap
 
 from gapless.impl.effects import Deliver, DeliverCohort, Persist
 from gapless.impl.errors import ProtocolMisuse
+from gapless.impl.inputs import Persisted
 
 __all__ = [
     "RECORD_KINDS",
@@ -371,6 +372,7 @@ _DELIVER_FAST: Final = tuple(f.name for f in attrs.fields(Deliver)) == (
 
 _COHORT_FIELDS: Final = tuple(f.name for f in attrs.fields(DeliverCohort))
 _PERSIST_FAST: Final = tuple(f.name for f in attrs.fields(Persist)) == ("key", "value", "delay")
+_PERSISTED_FAST: Final = tuple(f.name for f in attrs.fields(Persisted)) == ("key",)
 
 
 def _encode_key3(key: Any) -> str | None:
@@ -437,6 +439,9 @@ class TraceDigest:
                 if key is None
                 else f"@Persist(key={key}value={_encode(d.value)}delay=i{d.delay};)"
             )
+        elif type(d) is Persisted and _PERSISTED_FAST:
+            key = _encode_key3(d.key)
+            text = _encode(d) if key is None else f"@Persisted(key={key})"
         else:
             text = _encode(d)
         line = f"{seq}|{time}|{node}|{kind}|{text}\n"

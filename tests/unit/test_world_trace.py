@@ -124,6 +124,7 @@ def test_hot_record_shortcuts_give_the_canonical_text() -> None:
     from gapless.impl.effects import DeliverCohort, Persist
     from gapless.impl.gd.messages import Data
     from gapless.impl.gd.state import LogRecord
+    from gapless.impl.inputs import Persisted
 
     data = Data(pubend="P0", tick=64, attributes={"loc": "NY", "p": 3}, size=100)
     details = [
@@ -131,6 +132,8 @@ def test_hot_record_shortcuts_give_the_canonical_text() -> None:
         DeliverCohort(pubend="P0", tick=64, payload=data, to=(("s1-0", 0), ("s1-1", 3))),
         Persist(key=("gd-log", "P0", 64), value=LogRecord(data=data, reserved=64), delay=7),
         Persist(key=("other", 1), value=None, delay=0),  # not a log key: the generic path
+        Persisted(key=("gd-log", "P0", 64)),
+        Persisted(key="k"),
     ]
     for i, detail in enumerate(details):
         d = TraceDigest()
