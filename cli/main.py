@@ -19,6 +19,7 @@ __all__ = ["cli", "main"]
 COMMANDS: dict[str, tuple[str, str, str | None]] = {
     "prove": ("gapless.cli.prove_cmd", "prove", "prove"),
     "bench": ("gapless.cli.bench_cmd", "bench", None),
+    "check": ("gapless.cli.check_cmd", "check", None),
     "fuzz": ("gapless.cli.fuzz_cmd", "fuzz", "fuzz"),
     "replay": ("gapless.cli.replay_cmd", "replay", None),
     "report": ("gapless.cli.report_cmd", "report", "report"),

@@ -1,10 +1,13 @@
 """Executable invariants over a run's trace (DESIGN.md "Checking, in four layers").
 
 Invariants judge only what is observable — the workload, the effects the roles emit and the
-faults — and compute what should have happened with the ``spec`` reference semantics. See
-:mod:`gapless.invariants.delivery` (safety, order, logged_first, gapless, exactly_once,
-total_order, no_e, liveness) and :mod:`gapless.invariants.conformance` (nack_consolidation,
-ack_consolidation, retransmission_targets, silence_targets).
+faults — and compute what should have happened with the ``spec`` reference semantics.
+:mod:`gapless.invariants.checker` checks them all, online or over a recorded trace: the
+delivery invariants (:data:`DELIVERY`: safety, order, logged_first, gapless, exactly_once,
+total_order, no_e, liveness) and the wire-conformance ones (:data:`CONFORMANCE`:
+nack_consolidation, ack_consolidation, retransmission_targets, silence_targets).
+:mod:`gapless.invariants.tracefile` writes and reads trace files (``gapless check``);
+:mod:`gapless.invariants.laws` holds the lattice law checkers.
 """
 
 from __future__ import annotations

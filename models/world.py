@@ -80,7 +80,15 @@ from gapless.models.faults import FaultEvent, FaultSchedule, derive_seed
 from gapless.models.topology import link_name
 from gapless.models.workload import PublishEvent, Workload
 
-__all__ = ["Observer", "Run", "World", "check_context", "reference_matcher", "simulate"]
+__all__ = [
+    "Observer",
+    "Run",
+    "World",
+    "check_context",
+    "reference_matcher",
+    "run_context",
+    "simulate",
+]
 
 # event codes (ints: cheap to compare in the heap)
 _ARRIVE: Final = 0
@@ -624,17 +632,9 @@ class World:
 def reference_matcher() -> Callable[[str, Any], bool]:
     """The ``spec`` reference filter evaluator (``gapless.spec.filters``) as
     ``matches(filter_text, attributes)``, each filter compiled once."""
-    from gapless.spec.filters import reference_compile
+    from gapless.spec.filters import reference_matcher as spec_matcher
 
-    cache: dict[str, Callable[[Any], bool]] = {}
-
-    def matches(text: str, attributes: Any) -> bool:
-        f = cache.get(text)
-        if f is None:
-            f = cache[text] = reference_compile(text)
-        return bool(f(attributes))
-
-    return matches
+    return spec_matcher()
 
 
 def check_context(
@@ -658,6 +658,22 @@ def check_context(
         logged=binding.logged,
         payload_attributes=binding.payload_attributes,
     )
+
+
+def run_context(spec: Any, seed: int, *, binding: Binding | None = None) -> Any:
+    """The invariants' :class:`~gapless.invariants.checker.CheckContext` of the run of
+    ``spec`` with ``seed`` (rebuilt deterministically: topology, workload, binding) — what a
+    trace file needs besides the records (``gapless.invariants.tracefile``)."""
+    from gapless.models.topology import topology
+    from gapless.models.workload import generate_workload
+
+    graph = topology(spec.topology)
+    workload = generate_workload(spec.workload, graph, duration_us=spec.duration_us, seed=seed)
+    if binding is None:
+        from gapless.models.gd_binding import make_binding
+
+        binding = make_binding(spec, graph, workload)
+    return check_context(graph, workload, binding, reference_matcher())
 
 
 @final

@@ -34,7 +34,7 @@ import re
 from collections.abc import Callable, Mapping
 from typing import Any
 
-__all__ = ["ReferenceFilterError", "reference_compile", "reference_match"]
+__all__ = ["ReferenceFilterError", "reference_compile", "reference_match", "reference_matcher"]
 
 
 class ReferenceFilterError(ValueError):
@@ -197,3 +197,17 @@ def reference_compile(text: str) -> Pred:
 def reference_match(text: str, attributes: Mapping[str, Any]) -> bool:
     """Does a message with ``attributes`` match the filter ``text``?"""
     return reference_compile(text)(attributes)
+
+
+def reference_matcher() -> Callable[[str, Mapping[str, Any]], bool]:
+    """``matches(filter_text, attributes)`` with each filter compiled once: the evaluator the
+    invariants judge deliveries with."""
+    cache: dict[str, Pred] = {}
+
+    def matches(text: str, attributes: Mapping[str, Any]) -> bool:
+        f = cache.get(text)
+        if f is None:
+            f = cache[text] = reference_compile(text)
+        return bool(f(attributes))
+
+    return matches
