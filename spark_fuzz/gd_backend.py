@@ -211,6 +211,28 @@ class GDBackend:
             violation_time=violation_time,
         )
 
+    def write_trace(self, spec: Any, schedule: Any, seed: int, path: str) -> int:
+        """Re-run ``(spec, schedule, seed)`` and write its observable trace to ``path`` (format
+        ``gapless-trace``, for ``gapless check``); returns the number of records."""
+        from gapless.invariants.tracefile import write_trace
+        from gapless.models.runner import clip_schedule, run
+        from gapless.models.world import run_context
+
+        outcome = run(spec, clip_schedule(schedule, spec.duration_us), seed, record_trace=True)
+        return write_trace(
+            path,
+            run_context(spec, seed),
+            outcome.trace or (),
+            live_end=outcome.verdict != "timeout",
+            meta={
+                "seed": seed,
+                "variant": spec.variant,
+                "verdict": outcome.verdict,
+                "invariant": outcome.invariant,
+                "trace_digest": outcome.trace_digest,
+            },
+        )
+
     def schedule_events(self, schedule: Any) -> Sequence[Any]:
         return tuple(schedule.events)
 

@@ -154,3 +154,33 @@ def test_sigint_keeps_finished_chunks_and_resume_completes(tmp_path: Path) -> No
     assert second["skipped"] == first["schedules"]
     assert second["executed"] == 100 - first["schedules"]
     assert second["schedules"] == 100
+
+
+def test_a_gd_counterexample_exports_a_trace_that_check_convicts(tmp_path: Path) -> None:
+    config = tmp_path / "gd.toml"
+    config.write_text(
+        'protocol = "gd"\nvariant = "unlogged-is-published"\ntopology = "fig3"\n'
+        f'schedules = 2\nseed = 1\nduration_s = 2.0\nout = "{tmp_path / "out"}"\n'
+        "[workload]\nrate_per_pubend = 10.0\ndrain_s = 2.0\n"
+    )
+    proc = gapless("fuzz", "--config", str(config), "--executor", "loop", "--json")
+    assert proc.returncode == 1, proc.stderr
+    cx = json.loads(proc.stdout)["counterexamples"][0]
+    trace = tmp_path / "cx.jsonl"
+    proc = gapless("replay", cx, "--trace", str(trace))
+    assert proc.returncode == 0, proc.stderr
+    assert f"trace: {trace}" in proc.stdout
+    proc = gapless("check", str(trace), "--json")
+    assert proc.returncode == 1, proc.stderr
+    verdict = json.loads(proc.stdout)
+    assert verdict["violation"]["invariant"] == "logged_first"
+    # the fake backend cannot write trace files: refused before replaying, nothing written
+    (tmp_path / "f").mkdir()
+    fake = _config(tmp_path / "f", 'variant = "buggy"\n')
+    proc = gapless("fuzz", "--config", str(fake), "--executor", "loop", "--json")
+    fcx = json.loads(proc.stdout)["counterexamples"][0]
+    proc = gapless("replay", fcx, "--trace", str(tmp_path / "f" / "t.jsonl"))
+    assert proc.returncode == 2
+    assert "cannot write trace files" in proc.stderr
+    assert proc.stdout == ""
+    assert not (tmp_path / "f" / "t.jsonl").exists()
