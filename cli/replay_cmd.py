@@ -46,24 +46,16 @@ def replay(
     if last < 1:
         click.echo(f"gapless replay: --last {last} is not allowed; expected >= 1", err=True)
         raise SystemExit(2)
-    if diagram is not None:
-        parent = Path(diagram).resolve().parent
-        if Path(diagram).is_dir() or not parent.is_dir() or not os.access(parent, os.W_OK):
-            click.echo(
-                f"gapless replay: --diagram {diagram!r} cannot be written; expected a file path "
-                "in an existing writable directory",
-                err=True,
-            )
-            raise SystemExit(2)
-    if trace_file is not None:
-        parent = Path(trace_file).resolve().parent
-        if Path(trace_file).is_dir() or not parent.is_dir() or not os.access(parent, os.W_OK):
-            click.echo(
-                f"gapless replay: --trace {trace_file!r} cannot be written; expected a file path "
-                "in an existing writable directory",
-                err=True,
-            )
-            raise SystemExit(2)
+    for option, path in (("--diagram", diagram), ("--trace", trace_file)):
+        if path is not None:
+            parent = Path(path).resolve().parent
+            if Path(path).is_dir() or not parent.is_dir() or not os.access(parent, os.W_OK):
+                click.echo(
+                    f"gapless replay: {option} {path!r} cannot be written; expected a file "
+                    "path in an existing writable directory",
+                    err=True,
+                )
+                raise SystemExit(2)
     try:
         cx = load_counterexample(file)
     except CounterexampleError as exc:

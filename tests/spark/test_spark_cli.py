@@ -184,3 +184,11 @@ def test_a_gd_counterexample_exports_a_trace_that_check_convicts(tmp_path: Path)
     assert "cannot write trace files" in proc.stderr
     assert proc.stdout == ""
     assert not (tmp_path / "f" / "t.jsonl").exists()
+
+
+def test_replay_refuses_an_unwritable_trace_path(tmp_path: Path) -> None:
+    proc = gapless("replay", str(tmp_path / "cx.json"), "--trace", str(tmp_path / "no" / "t.jsonl"))
+    assert proc.returncode == 2
+    assert "--trace" in proc.stderr
+    assert "existing writable directory" in proc.stderr
+    assert list(tmp_path.iterdir()) == []
