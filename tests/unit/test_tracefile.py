@@ -375,3 +375,25 @@ def test_the_format_name_is_in_the_header(passing: tuple[Path, Any]) -> None:
     assert {"subscriptions", "cell_of", "cell_tree", "pubend_host", "roles"} <= set(
         header["context"]
     )
+
+
+def test_a_gz_name_writes_gzip_that_reads_back_the_same(
+    passing: tuple[Path, Any], tmp_path: Path
+) -> None:
+    tf = read_trace(passing[0])
+    gz = tmp_path / "t.jsonl.gz"
+    write_trace(gz, tf.context, tf.records, live_end=tf.live_end, meta=tf.meta)
+    assert gz.read_bytes()[:2] == b"\x1f\x8b"
+    assert gz.stat().st_size < passing[0].stat().st_size / 4
+    back = read_trace(gz)
+    assert back.records == tf.records
+    assert check_trace_file(gz)[1] is None
+    # the same trace gives the same bytes (no time or name in the gzip header)
+    again = tmp_path / "again.jsonl.gz"
+    write_trace(again, tf.context, tf.records, live_end=tf.live_end, meta=tf.meta)
+    assert again.read_bytes() == gz.read_bytes()
+    # a truncated download is refused, not half-read
+    cut = tmp_path / "cut.jsonl.gz"
+    cut.write_bytes(gz.read_bytes()[: gz.stat().st_size // 2])
+    with pytest.raises(TraceFileError, match="cannot be read as gzip"):
+        read_trace(cut)
