@@ -40,7 +40,7 @@ Format ``gapless-trace``, version 1 (UTF-8, one JSON object per line):
   - ``timer``, ``link``, ``rejected``, ``coverage``: ``{"text"}``, a description the
     invariants do not read.
 
-A file whose name ends in ``.gz`` is written gzip-compressed (about a tenth of the size);
+A file whose name ends in ``.gz`` is written gzip-compressed (the 60 s gd-crash-b1 trace: 32 MB, 1.9 MB gzipped);
 the reader recognises gzip by its content. Attribute values are JSON strings, integers,
 floats, booleans or null. A malformed file raises
 :class:`TraceFileError` naming the line, the field and what is allowed; :func:`write_trace`
