@@ -37,6 +37,7 @@ def check(trace: str, names: tuple[str, ...], no_liveness: bool, as_json: bool) 
     """Check the recorded trace file TRACE against the invariants."""
     from gapless.invariants import INVARIANTS
     from gapless.invariants.tracefile import TraceFileError, check_trace_file
+    from gapless.spec.filters import reference_matcher
 
     unknown = [n for n in names if n not in INVARIANTS]
     if unknown:
@@ -46,7 +47,12 @@ def check(trace: str, names: tuple[str, ...], no_liveness: bool, as_json: bool) 
         )
         raise SystemExit(2)
     try:
-        tf, violation = check_trace_file(trace, names, live_end=False if no_liveness else None)
+        tf, violation = check_trace_file(
+            trace,
+            names,
+            matches=reference_matcher(),
+            live_end=False if no_liveness else None,
+        )
     except TraceFileError as exc:
         click.echo(f"gapless check: {exc}", err=True)
         raise SystemExit(2) from None

@@ -40,11 +40,11 @@ Format ``gapless-trace``, version 1 (UTF-8, one JSON object per line):
   - ``timer``, ``link``, ``rejected``, ``coverage``: ``{"text"}``, a description the
     invariants do not read.
 
-A file whose name ends in ``.gz`` is written gzip-compressed (the 60 s gd-crash-b1 trace: 32 MB, 1.9 MB gzipped);
-the reader recognises gzip by its content. Attribute values are JSON strings, integers,
-floats, booleans or null. A malformed file raises
-:class:`TraceFileError` naming the line, the field and what is allowed; :func:`write_trace`
-writes to a temporary file and renames it, so a file is never half-written.
+A file whose name ends in ``.gz`` is written gzip-compressed (the 60 s ``gd-crash-b1`` trace:
+32 MB, 1.9 MB gzipped); the reader recognises gzip by its content. Attribute values are JSON
+strings, integers, floats, booleans or null. A malformed file raises :class:`TraceFileError`
+naming the line, the field and what is allowed; :func:`write_trace` writes to a temporary file
+and renames it, so a file is never half-written.
 """
 
 from __future__ import annotations
@@ -79,7 +79,6 @@ from gapless.impl.trace import (
 from gapless.invariants import INVARIANTS
 from gapless.invariants.checker import CheckContext, SubscriptionInfo, check_trace
 from gapless.invariants.violation import Violation
-from gapless.spec.filters import ReferenceFilterError, reference_compile, reference_matcher
 
 __all__ = [
     "FORMAT",
@@ -609,17 +608,15 @@ def _lines(path: Path) -> Iterator[tuple[int, str]]:
         raise TraceFileError(f"{path}: cannot be read as gzip ({exc})") from None
 
 
-def read_trace(
-    path: str | os.PathLike[str], *, matches: Callable[[str, Any], bool] | None = None
-) -> TraceFile:
+def read_trace(path: str | os.PathLike[str], *, matches: Callable[[str, Any], bool]) -> TraceFile:
     """Read a ``gapless-trace`` file. ``matches(filter_text, attributes)`` evaluates a
-    subscription's filter (default: the ``spec`` reference evaluator, each filter compiled
-    once — a filter that does not parse is reported with its subscription)."""
+    subscription's filter — the ``spec`` reference evaluator
+    (``gapless.spec.filters.reference_matcher()``; this layer imports only ``impl``, so the
+    caller passes it in); a filter it refuses (``ValueError``) is reported with its
+    subscription."""
     p = Path(path)
     if not p.is_file():
         raise TraceFileError(f"{p}: no such trace file")
-    if matches is None:
-        matches = reference_matcher()
     it = _lines(p)
     first = next(it, None)
     if first is None:
@@ -634,8 +631,8 @@ def read_trace(
     context = _context_in(rd, rd.obj("context", rd.get(header, "header", "context")), matches)
     for s in context.subscriptions:
         try:
-            reference_compile(s.filter)
-        except ReferenceFilterError as exc:
+            matches(s.filter, {})
+        except ValueError as exc:
             raise rd.fail(
                 f"subscription {s.name!r}: filter {s.filter!r} is invalid: {exc}"
             ) from None
@@ -679,15 +676,16 @@ def check_trace_file(
     path: str | os.PathLike[str],
     names: Iterable[str] = (),
     *,
+    matches: Callable[[str, Any], bool],
     live_end: bool | None = None,
 ) -> tuple[TraceFile, Violation | None]:
-    """Read ``path`` and judge it with the invariants ``names`` (default: all); liveness at the
-    end when ``live_end`` (default: the file's header says so). Returns the file read and the
-    first violation, or None."""
+    """Read ``path`` (see :func:`read_trace` for ``matches``) and judge it with the invariants
+    ``names`` (default: all); liveness at the end when ``live_end`` (default: the file's header
+    says so). Returns the file read and the first violation, or None."""
     chosen = tuple(names)
     unknown = [n for n in chosen if n not in INVARIANTS]
     if unknown:
         raise ValueError(f"unknown invariant(s) {unknown}; allowed: {', '.join(INVARIANTS)}")
-    tf = read_trace(path)
+    tf = read_trace(path, matches=matches)
     end = tf.live_end if live_end is None else live_end
     return tf, check_trace(tf.context, tf.records, chosen, live_end=end)

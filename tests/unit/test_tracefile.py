@@ -26,8 +26,10 @@ from gapless.models.faults import FaultEvent, FaultSchedule
 from gapless.models.runner import RunSpec
 from gapless.models.workload import WorkloadSpec
 from gapless.models.world import run_context, simulate
+from gapless.spec.filters import reference_matcher
 
 S = 1_000_000
+M = reference_matcher()
 
 FAULTS = FaultSchedule(
     seed=5,
@@ -97,7 +99,7 @@ def test_a_faulty_run_read_back_passes_offline_with_the_same_observations(
     assert outcome.verdict == "pass"
     kinds = {r.kind for r in outcome.trace}
     assert {"drop", "fault", "deliver", "persisted"} <= kinds  # the faults did something
-    tf, violation = check_trace_file(path)
+    tf, violation = check_trace_file(path, matches=M)
     assert violation is None
     assert tf.live_end
     assert tf.meta == {"seed": 3}
@@ -125,7 +127,7 @@ def test_a_planted_bug_is_caught_from_the_file_as_online(
     assert outcome.verdict == "violation"
     if invariant is not None:
         assert outcome.invariant == invariant
-    _tf, violation = check_trace_file(path)
+    _tf, violation = check_trace_file(path, matches=M)
     assert violation is not None
     assert violation.invariant == outcome.invariant
     assert (violation.subject, violation.tick) == (
@@ -145,11 +147,11 @@ def test_a_deleted_delivery_is_caught(passing: tuple[Path, Any], tmp_path: Path)
     del lines[i]
     out = tmp_path / "cut.jsonl"
     _save(out, lines)
-    _tf, violation = check_trace_file(out)
+    _tf, violation = check_trace_file(out, matches=M)
     assert violation is not None
     # the SHB's acks now run ahead of its deliveries, too
     assert violation.invariant in ("gapless", "liveness", "ack_consolidation")
-    _tf, violation = check_trace_file(out, ["gapless", "liveness"])
+    _tf, violation = check_trace_file(out, ["gapless", "liveness"], matches=M)
     assert violation is not None
     assert violation.invariant in ("gapless", "liveness")
 
@@ -162,7 +164,7 @@ def test_a_repeated_delivery_is_caught(passing: tuple[Path, Any], tmp_path: Path
         x["seq"] = k
     out = tmp_path / "dup.jsonl"
     _save(out, lines)
-    _tf, violation = check_trace_file(out)
+    _tf, violation = check_trace_file(out, matches=M)
     assert violation is not None
     assert violation.invariant in ("exactly_once", "order")
 
@@ -173,7 +175,7 @@ def test_a_changed_payload_is_caught(passing: tuple[Path, Any], tmp_path: Path) 
     lines[i]["detail"]["payload"]["attributes"] = {"loc": "nowhere", "forged": 1}
     out = tmp_path / "forged.jsonl"
     _save(out, lines)
-    _tf, violation = check_trace_file(out)
+    _tf, violation = check_trace_file(out, matches=M)
     assert violation is not None
     assert violation.invariant in ("no_e", "safety")
 
@@ -187,13 +189,13 @@ def test_liveness_is_judged_only_when_the_header_says_the_run_drained(
     cut = [lines[0]] + [x for x in lines[1:] if x["time"] <= 1 * S]
     out = tmp_path / "prefix.jsonl"
     _save(out, cut)
-    _tf, violation = check_trace_file(out)
+    _tf, violation = check_trace_file(out, matches=M)
     assert violation is not None
     assert violation.invariant == "liveness"
     cut[0]["live_end"] = False
     _save(out, cut)
-    assert check_trace_file(out)[1] is None
-    assert check_trace_file(out, live_end=True)[1] is not None
+    assert check_trace_file(out, matches=M)[1] is None
+    assert check_trace_file(out, live_end=True, matches=M)[1] is not None
 
 
 def test_choosing_invariants(passing: tuple[Path, Any], tmp_path: Path) -> None:
@@ -202,9 +204,9 @@ def test_choosing_invariants(passing: tuple[Path, Any], tmp_path: Path) -> None:
     lines[i]["detail"]["payload"]["attributes"] = {"forged": 1}
     out = tmp_path / "forged.jsonl"
     _save(out, lines)
-    assert check_trace_file(out, ["order", "nack_consolidation"])[1] is None
+    assert check_trace_file(out, ["order", "nack_consolidation"], matches=M)[1] is None
     with pytest.raises(ValueError, match=r"unknown invariant.*allowed: safety"):
-        check_trace_file(out, ["no-such"])
+        check_trace_file(out, ["no-such"], matches=M)
 
 
 @pytest.mark.parametrize(
@@ -273,7 +275,7 @@ def test_malformed_files_are_refused_naming_the_line_and_field(
     bad = tmp_path / "bad.jsonl"
     bad.write_text("\n".join(ls) + "\n", encoding="utf-8")
     with pytest.raises(TraceFileError, match=message):
-        read_trace(bad)
+        read_trace(bad, matches=M)
 
 
 def test_a_bad_wire_summary_names_the_field(passing: tuple[Path, Any], tmp_path: Path) -> None:
@@ -283,19 +285,19 @@ def test_a_bad_wire_summary_names_the_field(passing: tuple[Path, Any], tmp_path:
     bad = tmp_path / "bad.jsonl"
     _save(bad, lines[: i + 1])
     with pytest.raises(TraceFileError, match=rf"line {i + 1}: detail.wire.nack_ranges: \[5, 2\]"):
-        read_trace(bad)
+        read_trace(bad, matches=M)
 
 
 def test_empty_and_missing_files(tmp_path: Path) -> None:
     (tmp_path / "empty.jsonl").write_text("", encoding="utf-8")
     with pytest.raises(TraceFileError, match="empty file"):
-        read_trace(tmp_path / "empty.jsonl")
+        read_trace(tmp_path / "empty.jsonl", matches=M)
     with pytest.raises(TraceFileError, match="no such trace file"):
-        read_trace(tmp_path / "absent.jsonl")
+        read_trace(tmp_path / "absent.jsonl", matches=M)
 
 
 def test_an_unwritable_attribute_leaves_no_file(passing: tuple[Path, Any], tmp_path: Path) -> None:
-    tf = read_trace(passing[0])
+    tf = read_trace(passing[0], matches=M)
     bad = TraceRecord(
         seq=len(tf.records),
         time=tf.records[-1].time,
@@ -311,14 +313,14 @@ def test_an_unwritable_attribute_leaves_no_file(passing: tuple[Path, Any], tmp_p
 
 
 def test_a_read_file_writes_back_the_same_text(passing: tuple[Path, Any], tmp_path: Path) -> None:
-    tf = read_trace(passing[0])
+    tf = read_trace(passing[0], matches=M)
     again = tmp_path / "again.jsonl"
     write_trace(again, tf.context, tf.records, live_end=tf.live_end, meta=tf.meta)
     assert again.read_text(encoding="utf-8") == passing[0].read_text(encoding="utf-8")
 
 
 def test_deliveries_of_either_shape_read_back(passing: tuple[Path, Any]) -> None:
-    tf = read_trace(passing[0])
+    tf = read_trace(passing[0], matches=M)
     shapes = {type(r.detail) for r in tf.records if r.kind == "deliver"}
     assert shapes <= {Deliver, DeliverCohort}
     assert shapes
@@ -380,14 +382,14 @@ def test_the_format_name_is_in_the_header(passing: tuple[Path, Any]) -> None:
 def test_a_gz_name_writes_gzip_that_reads_back_the_same(
     passing: tuple[Path, Any], tmp_path: Path
 ) -> None:
-    tf = read_trace(passing[0])
+    tf = read_trace(passing[0], matches=M)
     gz = tmp_path / "t.jsonl.gz"
     write_trace(gz, tf.context, tf.records, live_end=tf.live_end, meta=tf.meta)
     assert gz.read_bytes()[:2] == b"\x1f\x8b"
     assert gz.stat().st_size < passing[0].stat().st_size / 4
-    back = read_trace(gz)
+    back = read_trace(gz, matches=M)
     assert back.records == tf.records
-    assert check_trace_file(gz)[1] is None
+    assert check_trace_file(gz, matches=M)[1] is None
     # the same trace gives the same bytes (no time or name in the gzip header)
     again = tmp_path / "again.jsonl.gz"
     write_trace(again, tf.context, tf.records, live_end=tf.live_end, meta=tf.meta)
@@ -396,4 +398,4 @@ def test_a_gz_name_writes_gzip_that_reads_back_the_same(
     cut = tmp_path / "cut.jsonl.gz"
     cut.write_bytes(gz.read_bytes()[: gz.stat().st_size // 2])
     with pytest.raises(TraceFileError, match="cannot be read as gzip"):
-        read_trace(cut)
+        read_trace(cut, matches=M)
