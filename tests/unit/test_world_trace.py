@@ -140,3 +140,14 @@ def test_hot_record_shortcuts_give_the_canonical_text() -> None:
         d.add(_r(i, 10 * i, "x", detail))
         line = f"{i}|{10 * i}|p1|x|{canonical(detail)}\n"
         assert d.hexdigest() == hashlib.sha256(line.encode("utf-8")).hexdigest(), detail
+
+
+def test_publish_keeps_the_callers_attribute_map() -> None:
+    from pyrsistent import pmap
+
+    from gapless.impl.inputs import Publish
+
+    a = pmap({"loc": "NY"})
+    # the same object, so the trace encodes a message's attributes once (memoised by identity)
+    assert Publish(pubend="P0", attributes=a).attributes is a
+    assert Publish(pubend="P0", attributes={"loc": "NY"}).attributes == a
