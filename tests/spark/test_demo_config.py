@@ -14,3 +14,12 @@ def test_demo_campaign_is_valid_and_fuzzes_the_correct_protocol() -> None:
     assert config.variant == "none"
     assert config.topology == "fig3"
     assert len(config.seeds()) == config.schedules >= 100
+
+
+def test_every_shipped_campaign_is_valid_and_fuzzes_the_correct_protocol() -> None:
+    files = sorted(DEMO.parent.glob("*.toml"))
+    assert len(files) >= 3
+    for path in files:
+        config = load_config(path)
+        assert config.variant == "none", path.name
+        assert len(config.seeds()) == config.schedules, path.name
