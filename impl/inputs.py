@@ -61,7 +61,7 @@ class LinkChanged:
     up: bool
 
 
-def _as_pmap(value: Any) -> PMap[str, Any]:
+def as_pmap(value: Any) -> PMap[str, Any]:
     """``value`` as a ``PMap``: itself when it already is one (``pmap`` would copy it, and the
     copy would be a second object to encode in every trace record that shows the message)."""
     return value if isinstance(value, PMap) else pmap(value)
@@ -73,7 +73,7 @@ class Publish:
     """A publishing client hands ``pubend`` a message with ``attributes`` and ``size`` bytes."""
 
     pubend: str
-    attributes: PMap[str, Any] = attrs.field(factory=pmap, converter=_as_pmap)
+    attributes: PMap[str, Any] = attrs.field(factory=pmap, converter=as_pmap)
     size: int = 100
 
 

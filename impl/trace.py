@@ -42,7 +42,7 @@ from pyrsistent import PMap, PSet, pmap
 
 from gapless.impl.effects import Deliver, DeliverCohort, Persist
 from gapless.impl.errors import ProtocolMisuse
-from gapless.impl.inputs import Persisted
+from gapless.impl.inputs import Persisted, as_pmap
 
 __all__ = [
     "RECORD_KINDS",
@@ -107,11 +107,6 @@ class Wire:
     nack_ranges: tuple[tuple[int, int], ...] = ()
     upto: int | None = None
     retransmission: bool = False
-
-
-def as_pmap(value: Mapping[str, Any]) -> PMap[str, Any]:
-    """``value`` as a ``PMap`` — itself when it already is one (``pmap`` would copy it)."""
-    return value if isinstance(value, PMap) else pmap(value)
 
 
 @final

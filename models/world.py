@@ -660,10 +660,8 @@ def check_context(
     )
 
 
-def run_context(spec: Any, seed: int, *, binding: Binding | None = None) -> Any:
-    """The invariants' :class:`~gapless.invariants.checker.CheckContext` of the run of
-    ``spec`` with ``seed`` (rebuilt deterministically: topology, workload, binding) — what a
-    trace file needs besides the records (``gapless.invariants.tracefile``)."""
+def _build(spec: Any, seed: int, binding: Binding | None) -> tuple[nx.Graph, Workload, Binding]:
+    """The topology, workload and binding of the run of ``spec`` with ``seed``."""
     from gapless.models.topology import topology
     from gapless.models.workload import generate_workload
 
@@ -673,6 +671,14 @@ def run_context(spec: Any, seed: int, *, binding: Binding | None = None) -> Any:
         from gapless.models.gd_binding import make_binding
 
         binding = make_binding(spec, graph, workload)
+    return graph, workload, binding
+
+
+def run_context(spec: Any, seed: int, *, binding: Binding | None = None) -> Any:
+    """The invariants' :class:`~gapless.invariants.checker.CheckContext` of the run of
+    ``spec`` with ``seed`` (rebuilt deterministically: topology, workload, binding) — what a
+    trace file needs besides the records (``gapless.invariants.tracefile``)."""
+    graph, workload, binding = _build(spec, seed, binding)
     return check_context(graph, workload, binding, reference_matcher())
 
 
@@ -693,18 +699,11 @@ class Run:
     ) -> None:
         from gapless.impl.trace import CountersBuilder
         from gapless.invariants.checker import Checker
-        from gapless.models.topology import topology
-        from gapless.models.workload import generate_workload
 
         self.spec = spec
         self.schedule = schedule
         self.record_trace = record_trace
-        graph = topology(spec.topology)
-        workload = generate_workload(spec.workload, graph, duration_us=spec.duration_us, seed=seed)
-        if binding is None:
-            from gapless.models.gd_binding import make_binding
-
-            binding = make_binding(spec, graph, workload)
+        graph, workload, binding = _build(spec, seed, binding)
         if matches is None:
             matches = reference_matcher()
         self.binding = binding
