@@ -1,0 +1,234 @@
+"""GD's planted bugs, declared beside the rules they change [GD §2-4] (DESIGN.md, "sans-IO").
+
+Theory of operation
+-------------------
+Each entry of :data:`VARIANTS` is a :class:`~gapless.impl.variants.Variant`: a
+:class:`~gapless.impl.gd.policy.GDPolicy` built with ``attrs.evolve(PAPER_POLICY, ...)``, the
+invariants expected to catch it, the fault kinds it needs and what goes wrong. The roles never
+test a bug's name; they call the policy's rule. Each bug is a mistake a real implementer could
+make, observable by invariants that judge only the wire, the logs and the deliveries. The buggy
+rule functions are module-level so a policy pickles by reference to Spark executors.
+
+Measured on Figure 3, 10 msgs/s per pubend, mixed filters, swarm faults, 20 s + 25 s drain, 8
+seeds each (``merge-f-while-q`` on the total-order topology): every bug but
+``never-forget-curiosity``, ``ignore-ack-expected`` and ``no-nack-repetition`` was caught in at
+least 5 of 8 schedules; those three need rarer faults (a lost nack repair or a lost tail) and
+were caught in 1-4 of 8 or 12.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any, Final
+
+import attrs
+
+from gapless.impl.gd.policy import PAPER_POLICY, GDPolicy
+from gapless.impl.gd.ranges import Ranges
+from gapless.impl.knowledge import Kind, Knowledge, Q
+from gapless.impl.variants import Variant
+
+__all__ = ["VARIANTS"]
+
+
+def horizon_past_gaps(settled_upto: int, known: Ranges) -> int:
+    """Bug: one past the highest known tick, whatever Q ticks lie below it."""
+    return max(settled_upto, known[-1][1] if known else settled_upto) + 1
+
+
+def forward_every_nack(newly_curious: Ranges, requested: Ranges) -> Ranges:
+    """Bug: forward every unsatisfied tick upstream, already-C or not."""
+    return requested
+
+
+def merge_on_any_input(horizons: Sequence[int]) -> int:
+    """Bug: a merge settles a tick when any input has settled it."""
+    return max(horizons)
+
+
+def filter_drops_data(value: Knowledge, matches: bool) -> Knowledge:
+    """Bug: a non-matching D is dropped (Q) instead of turned into F."""
+    if value.kind is Kind.D and not matches:
+        return Q
+    return value
+
+
+def ack_highest_known(delivered_upto: int, highest_known: int) -> int:
+    """Bug: ack the highest known tick, delivered or not."""
+    return max(delivered_upto, highest_known)
+
+
+def silence_everywhere(curious_overlap: bool) -> bool:
+    """Bug: first-time silence goes down every path."""
+    return True
+
+
+def _bug(
+    name: str,
+    caught_by: tuple[str, ...],
+    needs: tuple[str, ...],
+    summary: str,
+    topology: str | None = None,
+    **rules: Any,
+) -> Variant:
+    policy: GDPolicy = attrs.evolve(PAPER_POLICY, name=name, **rules)
+    return Variant(
+        name=name,
+        policy=policy,
+        caught_by=caught_by,
+        needs=needs,
+        topology=topology,
+        summary=summary,
+    )
+
+
+VARIANTS: Final[dict[str, Variant]] = {
+    "deliver-past-doubt-horizon": _bug(
+        "deliver-past-doubt-horizon",
+        ("gapless", "liveness"),
+        ("drop", "reorder", "stall_link", "link_fail"),
+        (
+            "The SHB takes its doubt horizon as one past the highest known tick, delivering "
+            "across Q ticks, which then count as delivered [GD §2.3]. *gapless* (a matching "
+            "message between two delivered ones is skipped) and *liveness*; needs loss or "
+            "reordering on a path to an SHB (drop or reorder windows, stalls, link failures)."
+        ),
+        doubt_horizon=horizon_past_gaps,
+    ),
+    "no-nack-consolidation": _bug(
+        "no-nack-consolidation",
+        ("nack_consolidation",),
+        ("stall_broker", "crash"),
+        (
+            "An IB forwards every unsatisfied nacked tick upstream, not only ticks newly C in its "
+            "istream [GD §3.1]. *nack consolidation* (a broker nacks upstream a tick it already "
+            "nacked within the repetition interval); needs two downstream cells losing the same "
+            "ticks (a stall or crash of an IB whose cell serves two SHBs, e.g. Figure 3's b1) or "
+            "nack repetition during an outage."
+        ),
+        nack_upstream=forward_every_nack,
+    ),
+    "never-forget-curiosity": _bug(
+        "never-forget-curiosity",
+        ("liveness",),
+        ("drop",),
+        (
+            "istream C is never forgotten, so a repeated subend nack looks already-forwarded "
+            "forever [GD §3.1]. *liveness* after heal-and-drain; needs an upstream nack or its "
+            "answer to be lost (drop window between an IB and its upstream while a gap is being "
+            "repaired)."
+        ),
+        forget_curiosity=False,
+    ),
+    "merge-f-while-q": _bug(
+        "merge-f-while-q",
+        ("total_order", "order", "gapless"),
+        (),
+        (
+            "A total-order merge treats a tick as settled when *any* input is (the greatest input "
+            "horizon, not the least), so it passes F while another input is still Q [GD §2.4]. "
+            "*total order* / per-merged-stream *ordering* and *gapless*; needs a total-order "
+            "topology (the two-pubend merge graph) and any delay difference between the pubends' "
+            "streams — reordering, loss, or just the pubends' different publication times."
+        ),
+        topology="total-order",
+        merge_horizon=merge_on_any_input,
+    ),
+    "filter-drops-d": _bug(
+        "filter-drops-d",
+        ("nack_consolidation", "liveness"),
+        (),
+        (
+            "A filter edge drops a non-matching D instead of turning it into F, so the downstream "
+            "sees Q [GD §2.4]. *nack consolidation* (the IB knows the tick, so it is no longer C "
+            "there, yet it cannot satisfy the repeated nacks and forwards each upstream again) "
+            "and *liveness* (the downstream horizon stalls at the dropped tick, later matching "
+            "messages are never delivered); needs only selective subscriptions (some message one "
+            "SHB's subscribers do not match); no fault needed."
+        ),
+        filter_transfer=filter_drops_data,
+    ),
+    "ack-before-delivery": _bug(
+        "ack-before-delivery",
+        ("gapless", "liveness", "ack_consolidation"),
+        ("drop", "stall_link"),
+        (
+            "The SHB acks the highest tick it knows instead of its delivered prefix [GD §2.1.1]. "
+            "Upstream finalises ticks the SHB still lacks and answers its nacks with F: *gapless* "
+            "(a published matching message skipped) and *liveness*; needs loss or reordering "
+            'before an SHB (drop window or stall on an IB-SHB link). An "acks only the delivered '
+            'prefix" conformance check catches it with reordering alone.'
+        ),
+        ack_point=ack_highest_known,
+    ),
+    "ignore-ack-expected": _bug(
+        "ignore-ack-expected",
+        ("liveness",),
+        ("drop", "crash"),
+        (
+            "The subend ignores AckExpected [GD §3.2]. With DCT infinite, a lost *last* message "
+            "(nothing published after it to reveal the gap) is never nacked: *liveness*; needs "
+            "tail loss — a drop window or PHB crash right before the publishers pause, or the "
+            "p1-crash scenario."
+        ),
+        answer_ack_expected=False,
+    ),
+    "unlogged-is-published": _bug(
+        "unlogged-is-published",
+        ("logged_first",),
+        (),
+        (
+            "The pubend forwards a message as soon as it is assigned, before stable storage has "
+            'it [GD §2.2]. *safety* ("every delivered message was durably logged first") — with '
+            "the modelled logging delay (~100 ms) longer than a link delay every delivery "
+            "violates it, no fault needed; a PHB crash during logging also delivers a message "
+            "that was never published."
+        ),
+        publish_before_logged=True,
+    ),
+    "silence-to-everyone": _bug(
+        "silence-to-everyone",
+        ("silence_targets",),
+        (),
+        (
+            "First-time silence is sent down every path, not only to brokers with an overlapping "
+            "C [GD §3.1]. *first-time silence only toward curious brokers*; no fault needed (the "
+            "pubend's idle silence or a filtered D produces first-time silence)."
+        ),
+        first_time_silence=silence_everywhere,
+    ),
+    "retransmit-to-all": _bug(
+        "retransmit-to-all",
+        ("retransmission_targets",),
+        ("drop",),
+        (
+            "An IB forwards retransmitted knowledge down every path, not only to brokers that "
+            "nacked [GD §3.1]. *retransmissions only to nackers*; needs one SHB's nack to be "
+            "answered through an IB with a second downstream cell (loss on one IB-SHB link)."
+        ),
+        retransmit_to_nackers_only=False,
+    ),
+    "ack-any-downstream": _bug(
+        "ack-any-downstream",
+        ("ack_consolidation", "gapless"),
+        (),
+        (
+            "The istream becomes A when *any* downstream cell acks, not all [GD §3.1]. *ack "
+            "consolidation* without faults (cells ack at different times); with loss on one "
+            "branch also *gapless* (the pubend releases what that branch still needs)."
+        ),
+        ack_all_downstream=False,
+    ),
+    "no-nack-repetition": _bug(
+        "no-nack-repetition",
+        ("liveness",),
+        ("drop",),
+        (
+            "A subend never nacks a tick twice: no repetition after NRT, and AckExpected does not "
+            "re-nack ticks it already asked for [GD §3.2]. *liveness*; needs a nack or its answer "
+            "to be lost (drop window, stall or link failure while a gap is repaired)."
+        ),
+        repeat_nacks=False,
+    ),
+}
+"""GD's planted bugs by name."""
