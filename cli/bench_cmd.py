@@ -5,7 +5,7 @@ result carries ``targets`` (name -> {"value", "target", "met"}). Every result al
 ``python_ns_per_iteration``, this machine's speed on a fixed interpreter workload
 (``gapless.benchmarks._targets.machine_speed``), so a slow machine can be told from a
 regression. Exit code is 0 whether or not targets are met: a benchmark reports, it does not
-judge.
+judge (2 an unknown benchmark, 3 an internal error).
 """
 
 from __future__ import annotations

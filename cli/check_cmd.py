@@ -7,7 +7,7 @@ implementation's logs converted to the format can be judged the same way.
 
 Exit codes: 0 every invariant holds; 1 a violation (explained: the invariant, where, the tick
 and the records that show it); 2 bad input (a missing or malformed file, an unknown
-invariant).
+invariant); 3 an internal error (see ``gapless --help``).
 """
 
 from __future__ import annotations

@@ -1,7 +1,8 @@
 """``gapless fuzz``: run (or resume) a fuzz campaign on Spark and summarise it.
 
 Exit codes: 0 every schedule passed; 1 a violation, error or timeout was found; 2 bad input
-(nothing written); 130 interrupted (finished chunks stay committed; re-run to resume).
+(nothing written); 3 an internal error (a Spark job that failed: see ``gapless --help``);
+130 interrupted (finished chunks stay committed; re-run to resume).
 """
 
 from __future__ import annotations
@@ -159,7 +160,8 @@ def fuzz(
     """Run a fuzz campaign: seeds -> fault schedules -> simulate -> invariants -> Parquet.
 
     Flags override the --config file. Re-running the same campaign skips the seeds already
-    committed. Exit 0 if every schedule passed, 1 if any failed, 2 on bad input.
+    committed. Exit 0 if every schedule passed, 1 if any failed, 2 on bad input, 3 on an
+    internal error (a Spark job that failed), 130 if interrupted.
     """
     from gapless.spark_fuzz.campaign import run_campaign
     from gapless.spark_fuzz.config import CampaignConfigError, load_config

@@ -3,7 +3,9 @@
 ``--trace OUT`` also writes the run's observable trace for ``gapless check``.
 
 Exit codes: 0 the violation was reproduced; 1 it was not; 2 bad input (a missing, malformed
-or truncated file; an unwritable ``--diagram`` or ``--trace`` path) — nothing written.
+or truncated file; an unwritable ``--diagram`` or ``--trace`` path; a
+counterexample whose variant, fault targets or spec are invalid or inconsistent) — nothing
+written; 3 an internal error.
 """
 
 from __future__ import annotations
