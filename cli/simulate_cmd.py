@@ -5,7 +5,8 @@
 latency and cumulative nack range against send time, like the paper's Figures 6–8, with
 ``--plot``, and writes the run's trace for ``gapless check`` with ``--trace``.
 
-Exit codes: 0 every pass mark holds; 1 a pass mark failed; 2 bad input (nothing written); 3 an internal error.
+Exit codes: 0 every pass mark holds; 1 a pass mark failed; 2 bad input (nothing written); 3 an
+internal error.
 """
 
 from __future__ import annotations

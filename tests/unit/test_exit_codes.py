@@ -80,11 +80,13 @@ def test_an_unexpected_exception_exits_3_with_one_paragraph_and_a_traceback_file
     assert "Traceback" not in result.output
     err = result.stderr
     assert f"gapless {command}: internal error: RuntimeError: boom" in err
-    assert "raised at" in err and "test_exit_codes.py" in err
+    assert "raised at" in err
+    assert "test_exit_codes.py" in err
     (written,) = crash_dir.iterdir()
     assert str(written) in err
     text = written.read_text(encoding="utf-8")
-    assert text.startswith("Traceback") and "boom: something nobody expected" in text
+    assert text.startswith("Traceback")
+    assert "boom: something nobody expected" in text
     assert len(err.strip().splitlines()) == 1  # one paragraph
 
 
