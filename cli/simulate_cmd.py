@@ -17,6 +17,7 @@ from typing import Any
 
 import click
 
+from gapless.cli.outputs import require_writable
 from gapless.impl.effects import deliveries
 
 __all__ = ["plot_scenario", "simulate"]
@@ -70,14 +71,14 @@ def plot_scenario(outcome: Any, metrics: dict[str, Any], path: Path) -> None:
 @click.option(
     "--plot",
     "plot",
-    type=click.Path(dir_okay=False, writable=True, path_type=Path),
+    type=click.Path(path_type=Path),
     default=None,
     help="Write a PNG/SVG/PDF plot of latency and cumulative nack range.",
 )
 @click.option(
     "--trace",
     "trace_file",
-    type=click.Path(dir_okay=False, path_type=Path),
+    type=click.Path(path_type=Path),
     default=None,
     help="Write the run's trace (JSON Lines, format gapless-trace) for `gapless check`.",
 )
@@ -105,26 +106,13 @@ def simulate(
             err=True,
         )
         raise SystemExit(2)
-    if plot is not None:
-        if plot.suffix.lower() not in (".png", ".svg", ".pdf"):
-            click.echo(
-                f"gapless simulate: --plot {str(plot)!r} must end in .png, .svg or .pdf", err=True
-            )
-            raise SystemExit(2)
-        if not plot.parent.resolve().is_dir():
-            click.echo(
-                f"gapless simulate: --plot {str(plot)!r}: directory {str(plot.parent)!r} "
-                "does not exist",
-                err=True,
-            )
-            raise SystemExit(2)
-    if trace_file is not None and not trace_file.parent.resolve().is_dir():
+    if plot is not None and plot.suffix.lower() not in (".png", ".svg", ".pdf"):
         click.echo(
-            f"gapless simulate: --trace {str(trace_file)!r}: directory "
-            f"{str(trace_file.parent)!r} does not exist",
-            err=True,
+            f"gapless simulate: --plot {str(plot)!r} must end in .png, .svg or .pdf", err=True
         )
         raise SystemExit(2)
+    require_writable("simulate", "--plot", plot)
+    require_writable("simulate", "--trace", trace_file)
     sc, outcome, m = run_scenario(name)
     if plot is not None:
         plot_scenario(outcome, m, plot)
