@@ -265,9 +265,24 @@ class GDBackend:
         if not isinstance(data, dict):
             raise ValueError(f"spec: expected an object, got {type(data).__name__}")
         try:
-            return spec_from_dict(data)
+            spec = spec_from_dict(data)
         except GaplessError as exc:
             raise ValueError(str(exc)) from exc
+        if spec.variant not in self.variants():
+            raise ValueError(
+                f"spec: unknown variant {spec.variant!r}; allowed: {', '.join(self.variants())}"
+            )
+        return spec
+
+    def check_schedule(self, spec: Any, schedule: Any) -> None:
+        """Raise ``ValueError`` naming a fault event whose target ``spec``'s topology lacks."""
+        from gapless.models.faults import check_targets
+        from gapless.models.runner import fault_targets
+
+        try:
+            check_targets(schedule, fault_targets(spec))
+        except GaplessError as exc:
+            raise ValueError(f"schedule: {exc}") from exc
 
     def schedule_to_data(self, schedule: Any) -> Any:
         from gapless.models.faults import unstructure
