@@ -49,6 +49,13 @@ def check(trace: str, names: tuple[str, ...], no_liveness: bool, as_json: bool) 
     except ValueError as exc:  # a malformed file (TraceFileError) or an unknown invariant
         click.echo(f"gapless check: {exc}", err=True)
         raise SystemExit(2) from None
+    if tf.complete is None:
+        click.echo(
+            f"gapless check: warning: {trace} is a version-1 trace file (no end record): "
+            "truncation cannot be detected, and a file cut short would be judged as a run "
+            "that stopped there",
+            err=True,
+        )
     checked = list(names or INVARIANTS)
     liveness = (tf.live_end and not no_liveness) and "liveness" in checked
     if not liveness and "liveness" in checked:
@@ -57,6 +64,7 @@ def check(trace: str, names: tuple[str, ...], no_liveness: bool, as_json: bool) 
         out = {
             "verdict": "pass" if violation is None else "violation",
             "records": len(tf.records),
+            "complete": tf.complete,
             "invariants": checked,
             "violation": None
             if violation is None
