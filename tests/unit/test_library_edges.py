@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import pytest
 
-from gapless.impl.curiosity import A, C, N, Demand, combine, upstream
+from gapless.impl.curiosity import A, C, Demand, N, combine, upstream
 from gapless.impl.errors import GaplessError, LatticeMismatch
-from gapless.impl.knowledge import D, DSTAR
+from gapless.impl.knowledge import DSTAR, D
 
 
 def test_upstream_of_no_downstream_stream_is_refused() -> None:
