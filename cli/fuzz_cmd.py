@@ -47,6 +47,11 @@ def print_summary(summary: dict[str, Any], *, title: str = "campaign") -> None:
             kind, *(str(counts.get(v, 0)) for v in ("pass", "violation", "error", "timeout"))
         )
     console.print(kinds)
+    if "spark_tasks" in summary:
+        console.print(
+            f"spark: {summary['spark_tasks']} task attempts, {summary['spark_failed_tasks']} "
+            "failed and re-run"
+        )
     for path in summary.get("counterexamples", []):
         console.print(f"counterexample: {path}  (replay: gapless replay {path})")
     console.print(

@@ -187,7 +187,9 @@ def _execute_spark(
         pool.shutdown(wait=True)
         try:
             status = _spark_status(sc, group)
-            timings["spark_tasks"] = float(status.tasks_total)
+            # attempts: every finished one plus every failed one (each failure was retried,
+            # or the job would have failed)
+            timings["spark_tasks"] = float(status.tasks_done + status.tasks_failed)
             timings["spark_failed_tasks"] = float(status.tasks_failed)
         except Exception:  # best effort, as above
             pass

@@ -127,3 +127,56 @@ def _committed(root: Path) -> set[int]:
         _, first, last = part.stem.split("-")
         seeds.update(range(int(first), int(last) + 1))
     return seeds
+
+
+def test_a_killed_python_worker_is_retried_in_local_mode(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue 12, defect 2: ``kill -9`` of one pyspark Python worker mid-task on the default
+    kind of local master (no ``,F``) costs a task attempt, not the campaign: the task is
+    re-run, the summary counts the retry, and every seed's row is there exactly once."""
+    import threading
+
+    log = tmp_path / "log"
+    log.mkdir()
+    monkeypatch.setenv("GAPLESS_FAKE_LOG", str(log))
+    config = load_config(
+        None,
+        fake_overrides(
+            tmp_path,
+            schedules=40,
+            chunk_size=10,
+            master="local[2]",
+            id="kill",
+            shrink=False,
+            workload={"work_ms": 60},
+        ),
+    )
+    killed: list[int] = []
+
+    def kill_a_busy_worker() -> None:
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline and not killed:
+            for f in log.glob("seeds-*.log"):
+                seeds = f.read_text().split()
+                # a worker that has just started a chunk (seed 1 or 2 of 10): it is mid-task
+                if seeds and int(seeds[-1]) % 10 in (1, 2):
+                    pid = int(f.stem.split("-")[1])
+                    os.kill(pid, signal.SIGKILL)
+                    killed.append(pid)
+                    return
+            time.sleep(0.01)
+
+    killer = threading.Thread(target=kill_a_busy_worker)
+    killer.start()
+    try:
+        result = run_campaign(config, executor="spark")
+    finally:
+        killer.join()
+    assert killed, "no worker was seen mid-task"
+    summary = result.summary
+    assert summary["schedules"] == 40
+    assert summary["spark_failed_tasks"] >= 1  # the killed attempt, re-run
+    assert summary["spark_tasks"] >= 4 + summary["spark_failed_tasks"]  # attempts
+    rows = read_rows(result.directory).column("seed").to_pylist()
+    assert rows == list(range(40))  # each seed exactly once
