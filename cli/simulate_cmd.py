@@ -145,6 +145,7 @@ def _print_human(m: dict[str, Any], outcome: Any) -> None:
     for k in (
         "verdict",
         "published",
+        "logged",
         "delivered",
         "lost",
         "duplicates",
@@ -156,6 +157,9 @@ def _print_human(m: dict[str, Any], outcome: Any) -> None:
         "latency_p50_after_ms",
     ):
         t.add_row(k, str(m[k]))
+    if m["published_not_logged_note"]:
+        t.add_row("published_not_logged", m["published_not_logged_note"])
+    t.add_row("nack_consolidation_by_group", json.dumps(m["nack_consolidation_by_group"]))
     t.add_row("latency_ms", json.dumps(m["latency_ms"]))
     t.add_row("nacks", json.dumps({k: v for k, v in m["nacks"].items() if v}))
     t.add_row("nack_range_ms", json.dumps({k: v for k, v in m["nack_range_ms"].items() if v}))
