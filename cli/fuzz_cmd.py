@@ -29,7 +29,8 @@ def print_summary(summary: dict[str, Any], *, title: str = "campaign") -> None:
     table.add_row("violation", str(summary["failed"]))
     table.add_row("error", str(summary["errors"]))
     table.add_row("timeout", str(summary["timeouts"]))
-    table.add_row("[bold]total[/]", str(summary["schedules"]))
+    table.add_row("[bold]committed[/]", str(summary["schedules_committed"]))
+    table.add_row("requested", str(summary["schedules"]))
     console.print(table)
     if summary["by_invariant"]:
         inv = Table(title="violations by invariant")
@@ -211,7 +212,8 @@ def fuzz(
         print_summary(summary)
     if result.interrupted:
         click.echo(
-            f"gapless fuzz: interrupted; {summary['schedules']} schedules committed. "
+            f"gapless fuzz: interrupted; {summary['schedules_committed']} of "
+            f"{summary['schedules']} schedules committed. "
             "Re-run the same command to resume.",
             err=True,
         )

@@ -146,13 +146,14 @@ def test_sigint_keeps_finished_chunks_and_resume_completes(tmp_path: Path) -> No
     assert proc.returncode == 130, stderr
     first = json.loads(stdout)
     assert first["interrupted"] is True
-    assert 10 <= first["schedules"] < 100
-    assert first["schedules"] % 5 == 0  # whole chunks only
+    assert first["schedules"] == 100  # requested
+    assert 10 <= first["schedules_committed"] < 100
+    assert first["schedules_committed"] % 5 == 0  # whole chunks only
     proc2 = gapless("fuzz", "--config", str(config), "--executor", "loop", "--json")
     assert proc2.returncode == 0, proc2.stderr
     second = json.loads(proc2.stdout)
-    assert second["skipped"] == first["schedules"]
-    assert second["executed"] == 100 - first["schedules"]
+    assert second["skipped"] == first["schedules_committed"]
+    assert second["executed"] == 100 - first["schedules_committed"]
     assert second["schedules"] == 100
 
 

@@ -153,7 +153,7 @@ def _campaign(summary: dict[str, Any], interrupted: bool = False) -> Callable[..
         full = {
             "campaign_id": config.campaign_id,
             "schedules": 1,
-            "schedules_requested": 1,
+            "schedules_committed": 1,
             "passed": 0,
             "failed": 0,
             "errors": 0,
