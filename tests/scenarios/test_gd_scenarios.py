@@ -30,9 +30,12 @@ KEYS = {
 
 
 @cache
+def _run(name: str) -> tuple[Any, Any, dict[str, Any]]:
+    return run_scenario(name)
+
+
 def _metrics(name: str) -> dict[str, Any]:
-    _sc, _out, m = run_scenario(name)
-    return m
+    return _run(name)[2]
 
 
 @pytest.mark.parametrize("name", sorted(SCENARIOS))
@@ -140,3 +143,40 @@ def test_p1_crash_reports_logged_beside_published(capsys: pytest.CaptureFixture[
     table = capsys.readouterr().out
     assert "logged" in table
     assert "log write" in table
+
+
+# -- plots a person can read (issue 12) -----------------------------------------------------
+
+
+def _legend(ax: Any) -> list[str]:
+    return [t.get_text() for t in ax.get_legend().get_texts()]
+
+
+def test_the_crash_b1_figure_reads_like_the_papers_figure_7() -> None:
+    from gapless.cli.simulate_cmd import scenario_figure
+
+    _sc, outcome, m = _run("gd-crash-b1")
+    full, zoom, nacks = scenario_figure(outcome, m).axes
+    for ax in (full, zoom):
+        assert ax.get_yscale() == "log"  # the 100 ms baseline stays visible under 2.8 s peaks
+        labels = _legend(ax)
+        assert "fault: stalled" in labels
+        assert "fault: down" in labels  # the fault windows are shaded
+        assert "s1.u0 = s2.u0 (coincide)" in labels  # coinciding curves said so, drawn once
+        assert "s3.u0 (unaffected)" in labels
+    lo, hi = zoom.get_xlim()
+    assert hi - lo < 6  # seconds around the repair, not the 60 s run
+    assert "s1 = s2 (coincide)" in _legend(nacks)
+    assert "b2" in _legend(nacks)
+    lo, hi = nacks.get_xlim()
+    assert hi - lo < 50  # ms: the nacks are spread out, not one vertical line
+    assert "nack consolidation ratio 0.50" in nacks.get_title()
+    for ax in (full, zoom, nacks):
+        colours = [
+            str(line.get_color()) for line in ax.get_lines() if not line.get_label().startswith("_")
+        ]
+        assert len(colours) == len(set(colours))  # no colour repeats within a panel
+        legend_colours = [
+            str(h.get_color()) for h in ax.get_legend().legend_handles if hasattr(h, "get_color")
+        ]
+        assert legend_colours == colours  # the legend's colours are the curves' colours
