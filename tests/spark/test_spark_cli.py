@@ -134,6 +134,10 @@ def test_sigint_keeps_finished_chunks_and_resume_completes(tmp_path: Path) -> No
     proc = subprocess.Popen(
         [bin_, "fuzz", "--config", str(config), "--executor", "loop", "--json"],
         env=fake_env(GAPLESS_FAKE_HOLD=f"12:{held}"),
+        # a test run started in the background (``&`` in a script, nohup) ignores SIGINT, and
+        # so would this child: give it the default disposition, so Python turns SIGINT into
+        # KeyboardInterrupt
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
