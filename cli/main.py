@@ -144,9 +144,13 @@ def _where(exc: BaseException) -> str:
     return f"{frame.filename}:{frame.lineno} in {frame.name}"
 
 
-def _first_line(exc: BaseException, limit: int = 300) -> str:
-    text = str(exc).strip().splitlines()
+def _first_line(exc: BaseException, limit: int = 400) -> str:
+    """The exception's first line — and its second when that names an exception, as a Py4J
+    error's does (the first only says which JVM call failed, the second why)."""
+    text = [line.strip() for line in str(exc).strip().splitlines() if line.strip()]
     line = text[0] if text else ""
+    if len(text) > 1 and "Exception" in text[1]:
+        line = f"{line} {text[1]}"
     return line if len(line) <= limit else line[: limit - 3] + "..."
 
 

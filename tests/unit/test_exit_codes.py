@@ -239,3 +239,25 @@ def test_bench_exits_0_whatever_its_targets_say(monkeypatch: pytest.MonkeyPatch)
     _patch(monkeypatch, "bench", lambda: dict(missed))
     result = CliRunner().invoke(cli, ["bench", "streams", "--json"])
     assert result.exit_code == 0, result.output
+
+
+def test_a_failed_spark_job_is_named_in_the_paragraph(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A Py4J error's first line only says which JVM call failed; the Spark exception on its
+    second line says why, so the paragraph carries both (and not the Java stack)."""
+
+    def spark_failed(*_args: Any, **_kwargs: Any) -> Any:
+        raise RuntimeError(
+            "An error occurred while calling z:org.apache.spark.api.python.PythonRDD.runJob.\n"
+            ": org.apache.spark.SparkException: Job aborted due to stage failure: Task 0 in "
+            "stage 1.0 failed 4 times\n\tat org.apache.spark.scheduler.DAGScheduler.x(...)"
+        )
+
+    monkeypatch.setenv("GAPLESS_CRASH_DIR", str(tmp_path))
+    _patch(monkeypatch, "fuzz", spark_failed)
+    result = CliRunner().invoke(cli, REACHES["fuzz"][2](tmp_path))
+    assert result.exit_code == 3
+    assert "PythonRDD.runJob" in result.stderr
+    assert "SparkException: Job aborted due to stage failure" in result.stderr
+    assert "DAGScheduler" not in result.stderr
