@@ -45,6 +45,7 @@ from gapless.impl.errors import ProtocolMisuse
 from gapless.impl.inputs import Persisted, as_pmap
 
 __all__ = [
+    "DIGEST_VERSION",
     "RECORD_KINDS",
     "WIRE_KINDS",
     "Counters",
@@ -64,6 +65,16 @@ __all__ = [
     "trace_digest",
 ]
 
+DIGEST_VERSION: Final = 2
+"""The version of the trace digest's input. Digests compare only within one version.
+
+* 1 — the records of a run, including ``coverage`` records (the lattice-transition labels a
+  step reported);
+* 2 — coverage labels left the trace (they are counted beside it), so a change of a role's
+  internals that changes nothing observable cannot change a digest; ``Deliver`` carries its
+  ``kind`` and ``Connect`` its ``resume`` token.
+"""
+
 RECORD_KINDS: Final = frozenset(
     {
         "publish",  # a client handed a pubend a message (detail: Published)
@@ -79,7 +90,7 @@ RECORD_KINDS: Final = frozenset(
         "disconnect",  # a subscriber disconnected (detail: inputs.Disconnect)
         "link",  # a node was told a link changed (detail: inputs.LinkChanged)
         "rejected",  # a node rejected a network input (detail: effects.Rejected)
-        "coverage",  # a lattice transition label was exercised (detail: str)
+        "coverage",  # digest version 1 only: a coverage label (now counted beside the trace)
     }
 )
 
@@ -362,6 +373,7 @@ _DELIVER_FAST: Final = tuple(f.name for f in attrs.fields(Deliver)) == (
     "tick",
     "payload",
     "connection",
+    "kind",
 )
 
 
@@ -413,11 +425,11 @@ class TraceDigest:
         if type(d) is Deliver and _DELIVER_FAST:
             # the hot record (one per subscriber per message): the same text as _encode, built
             # inline; the payload is shared by the whole cohort and memoised
-            sub, p, c = d.subscriber, d.pubend, d.connection
+            sub, p, c, k = d.subscriber, d.pubend, d.connection, d.kind
             if type(sub) is str and type(p) is str and type(d.tick) is int and type(c) is int:
                 text = (
                     f"@Deliver(subscriber=s{len(sub)}:{sub}pubend=s{len(p)}:{p}tick=i{d.tick};"
-                    f"payload={_encode(d.payload)}connection=i{c};)"
+                    f"payload={_encode(d.payload)}connection=i{c};kind=s{len(k)}:{k})"
                 )
             else:
                 text = _encode(d)
