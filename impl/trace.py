@@ -539,6 +539,8 @@ class CountersBuilder:
             self.published += 1
         elif k == "deliver":
             d = r.detail
+            if type(d) is Deliver and d.kind != "event":
+                return  # a silence or gap message delivers no event [DUR §2]
             n = len(d.to) if type(d) is DeliverCohort else 1
             self.delivered += n
             t0 = self._publish_time_of(d)
@@ -549,6 +551,8 @@ class CountersBuilder:
                     self._lat.extend([r.time - t0] * n)
         elif k == "send":
             w = r.detail.wire
+            if type(w) is not Wire:  # another protocol's own summary: no nacks to count
+                return
             if w.kind == "nack":
                 self.nacks += 1
                 self.nack_range += _range_len(w.nack_ranges)

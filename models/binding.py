@@ -52,8 +52,9 @@ class Binding(Protocol):
         """The ``Publish`` input of a workload message."""
         ...
 
-    def wire(self, msg: Any) -> Wire:
-        """The protocol-neutral summary of a message."""
+    def wire(self, msg: Any) -> Wire | Any:
+        """The summary of a message on the wire: GD's :class:`~gapless.impl.trace.Wire`, or
+        the protocol's own frozen summary class (its registry entry's ``wire_schema``)."""
         ...
 
     def logged(self, persist: Persist) -> tuple[str, int, Mapping[str, Any]] | None:
@@ -64,7 +65,15 @@ class Binding(Protocol):
         """The attributes of a delivered payload (None when it carries none)."""
         ...
 
-    # Optional (looked up with getattr): ``coverage(before, after, input) -> Iterable[str]``
-    # labels a state change; ``effect_labels(effect) -> tuple[str, ...] | None`` labels a
-    # protocol-specific effect (e.g. GD's ``Observe``) that the world counts as coverage
-    # instead of rejecting it.
+    # Optional (looked up with getattr):
+    # * ``coverage(before, after, input) -> Iterable[str]`` labels a state change;
+    #   ``effect_labels(effect) -> tuple[str, ...] | None`` labels a protocol-specific effect
+    #   (e.g. GD's ``Observe``). The world counts both beside the trace, never in it.
+    # * ``resume_token(subscriber, consumed) -> Any``: the token a (re)connecting subscriber
+    #   presents in ``Connect.resume``, from ``consumed`` (pubend -> highest tick delivered to
+    #   it so far) — durable subscriptions' checkpoint token CT(s) [DUR §2].
+    # * ``durable(persist) -> str | None``: what a ``Persist`` makes durable once it completes
+    #   (e.g. ``"log"``, ``"checkpoint"``, ``"release"``), None for a write the invariants need
+    #   not know. Every ``Persist`` completes ``delay`` µs later unless its node crashes
+    #   first: a crash loses exactly the writes that had not completed; ``crash(state)``
+    #   keeps exactly what completed writes made durable.
