@@ -9,9 +9,10 @@ functions of the sans-IO contract (DESIGN.md), how a published workload message 
 looking at role state: :meth:`Binding.wire` (what a message on the wire says),
 :meth:`Binding.logged` (which pubend tick and attributes a ``Persist`` writes) and
 :meth:`Binding.payload_attributes` (the attributes of a delivered payload). It also carries
-the network timing the protocol's configuration documents (link delay and jitter, the period
-of world-generated link status — 0 when the roles exchange status messages themselves) and
-the minimum nack repetition interval the conformance invariants need.
+the period of world-generated link status (0 when the roles exchange status messages
+themselves) and the minimum nack repetition interval the conformance invariants need. The
+network's own timing (link delay and jitter) belongs to the world, set by the run's spec
+(``RunSpec.link_delay_us``, ``RunSpec.link_jitter_us``), not to any protocol.
 """
 
 from __future__ import annotations
@@ -31,8 +32,6 @@ class Binding(Protocol):
     """A protocol as the world drives it (see module doc). Every node gets ``Restart()`` at
     time 0 (boot)."""
 
-    link_delay_us: int
-    link_jitter_us: int
     status_period_us: int
     min_repetition_us: int
 

@@ -137,6 +137,8 @@ class Run:
             observer=observe if online else None,
             record=record_trace or not online,
             max_events=spec.max_events,
+            link_delay_us=spec.link_delay_us,
+            link_jitter_us=spec.link_jitter_us,
         )
         if entry.within_budget is not None:
             self.world.fault_hook = self._budget

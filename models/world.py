@@ -144,6 +144,8 @@ class World:
         observer: Observer | None = None,
         record: bool = False,
         max_events: int = 5_000_000,
+        link_delay_us: int = 1_000,
+        link_jitter_us: int = 200,
     ) -> None:
         self.graph = graph
         self.binding = binding
@@ -183,8 +185,8 @@ class World:
         self.connected: dict[str, bool] = {}
         self.sub_faults: dict[str, int] = {}
         self.active: dict[int, bool] = {}
-        self.delay = binding.link_delay_us
-        self.jitter = binding.link_jitter_us
+        self.delay = link_delay_us
+        self.jitter = link_jitter_us
         self._has_coverage = hasattr(binding, "coverage")
         self._effect_labels: Callable[[Any], tuple[str, ...] | None] | None = getattr(
             binding, "effect_labels", None
