@@ -218,7 +218,7 @@ def scenario_figure(outcome: Any, metrics: dict[str, Any]) -> Any:
     ratio written on it. Series that coincide say so in the legend."""
     from matplotlib.figure import Figure
 
-    from gapless.models.scenarios import SCENARIOS
+    from gapless.models.protocols import scenarios
 
     lat, nack, windows = _scenario_series(outcome.trace or ())
     hit, calm = _affected(lat)
@@ -227,7 +227,7 @@ def scenario_figure(outcome: Any, metrics: dict[str, Any]) -> Any:
     ax1, ax2, ax3 = fig.subplots(3, 1)
     _shade(ax1, windows)
     _plot_latency(ax1, lat, hit, calm)
-    sc = SCENARIOS.get(name)
+    sc = scenarios().get(name)
     ax1.set_title(f"{name}: {sc.description if sc else ''}", fontsize=10)
     ax1.set_xlabel("send time (s)")
     if windows:

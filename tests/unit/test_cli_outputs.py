@@ -23,9 +23,9 @@ def _never(*_args: Any, **_kwargs: Any) -> Any:
 def test_simulate_refuses_an_unwritable_output_before_running(
     option: str, place: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    import gapless.models.scenarios as scenarios
+    import gapless.models.runner as runner
 
-    monkeypatch.setattr(scenarios, "run_scenario", _never)
+    monkeypatch.setattr(runner, "run_scenario", _never)
     (tmp_path / "a-directory.png").mkdir()
     target = place.replace("{dir}", str(tmp_path / "a-directory.png"))
     if option == "--trace":

@@ -32,7 +32,7 @@ REACHES: dict[str, tuple[str, str, Callable[[Path], list[str]]]] = {
     "bench": ("gapless.benchmarks.streams", "run", lambda _t: ["bench", "streams"]),
     "check": (
         "gapless.invariants.tracefile",
-        "check_trace_file",
+        "read_protocol",
         lambda t: ["check", str(t / "t.jsonl")],
     ),
     "fuzz": (
@@ -46,13 +46,14 @@ REACHES: dict[str, tuple[str, str, Callable[[Path], list[str]]]] = {
         lambda t: ["replay", str(t / "cx.json")],
     ),
     "report": ("gapless.spark_fuzz.report", "write_report", lambda t: ["report", str(t)]),
+    "protocols": ("gapless.cli.protocols_cmd", "registered", lambda _t: ["protocols"]),
     "zoo": (
         "gapless.spark_fuzz.zoo_campaign",
         "run_zoo",
         lambda t: ["zoo", "--schedules", "1", "--out", str(t / "out"), "--executor", "loop"],
     ),
     "simulate": (
-        "gapless.models.scenarios",
+        "gapless.models.runner",
         "run_scenario",
         lambda _t: ["simulate", "--scenario", "gd-crash-p1"],
     ),
