@@ -43,7 +43,8 @@ from gapless.invariants.violation import Violation
 
 __all__ = ["GD_PLUGINS", "CheckContext", "Checker", "SubscriptionInfo", "check_trace"]
 
-Judge = Callable[[TraceRecord], bool]
+Step = Callable[[TraceRecord], bool | None]
+"""A ledger's fact-adding method (returns None) or a plug-in's judgement (True: violation)."""
 
 
 @final
@@ -79,12 +80,16 @@ class Checker:
                 f"Checker: plug-ins {[type(p).__name__ for p in recorders]} all record "
                 "deliveries; allowed: at most one"
             )
-        self._ledger_records = not recorders
-        self._judges: dict[str, tuple[Judge, ...]] = {}
+        # per record kind, what to call in order: the ledger adds the record's facts, then
+        # the plug-ins that read the kind judge it (a delivery: judged, then added)
+        steps: dict[str, list[Step]] = {k: [add] for k, add in ledger.facts().items()}
         for p in active:
+            judges = p.judges()
             for kind in sorted(p.kinds):
-                self._judges[kind] = (*self._judges.get(kind, ()), p.observe)
-        self._deliver_judges = self._judges.get("deliver", ())
+                steps.setdefault(kind, []).append(judges[kind])
+        if not recorders:
+            steps.setdefault("deliver", []).append(ledger.record_deliveries)
+        self._steps = {k: tuple(v) for k, v in steps.items()}
 
     @property
     def violation(self) -> Violation | None:
@@ -100,16 +105,11 @@ class Checker:
         report = self.report
         if report.violation is not None:
             return True
-        if r.kind == "deliver":
-            for judge in self._deliver_judges:
-                if judge(r):
-                    return True
-            if self._ledger_records:
-                self.ledger.record_deliveries(r)
-            return report.violation is not None
-        self.ledger.observe(r)
-        for judge in self._judges.get(r.kind, ()):
-            if judge(r):
+        steps = self._steps.get(r.kind)
+        if steps is None:
+            return False
+        for step in steps:
+            if step(r):
                 return True
         return report.violation is not None
 

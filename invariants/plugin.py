@@ -210,47 +210,66 @@ class Ledger:
 
     # ------------------------------------------------------------------ feeding
 
+    def facts(self) -> dict[str, Callable[[TraceRecord], None]]:
+        """Per record kind, the method that adds that kind's facts (a delivery's excepted:
+        :meth:`record_deliveries`); the checker calls it before the plug-ins judge."""
+        return {
+            "send": self._on_send,
+            "publish": self._on_publish,
+            "persist": self._on_persist,
+            "persisted": self._on_persisted,
+            "connect": self._on_connect,
+            "disconnect": self._on_disconnect,
+        }
+
     def observe(self, r: TraceRecord) -> None:
         """Add the facts of a record that is not a delivery (before it is judged)."""
-        k = r.kind
-        if k == "send":
-            w = r.detail.wire
-            if w.kind == "ack" and w.pubend is not None and w.upto is not None:
-                self._ack(r.node, r.detail.to, w.pubend, w.upto)
-        elif k == "publish":
-            d = r.detail
-            self.published[(d.pubend, d.index)] = r
-        elif k == "persist":
-            got = self.ctx.logged(r.detail)
-            if got is not None:
-                pubend, tick, attrs_ = got
-                self.persist_key[(r.node, r.detail.key)] = (pubend, tick, attrs_, r)
-                self.requested.setdefault(pubend, {})[tick] = attrs_
-        elif k == "persisted":
-            entry = self.persist_key.get((r.node, r.detail.key))
-            if entry is not None:
-                pubend, tick, attrs_, _pr = entry
-                table = self.logged.setdefault(pubend, {})
-                if tick not in table:
-                    table[tick] = (attrs_, r.time, r)
-                    bisect.insort(self.logged_sorted.setdefault(pubend, []), tick)
-        elif k == "connect":
-            d = r.detail
-            c = Conn(d.subscriber, r.node, d.connection, d.filter, r.time)
-            self.conns[d.subscriber] = c
-            self.all_conns.append(c)
-        elif k == "disconnect":
-            old = self.conns.get(r.detail.subscriber)
-            if old is not None:
-                old.live = False
+        add = self.facts().get(r.kind)
+        if add is not None:
+            add(r)
 
-    def _ack(self, src: str, to: str, pubend: str, upto: int) -> None:
+    def _on_send(self, r: TraceRecord) -> None:
+        w = r.detail.wire
+        if w.kind != "ack" or w.pubend is None or w.upto is None:
+            return
+        src, to, pubend, upto = r.node, r.detail.to, w.pubend, w.upto
         cell_of = self.ctx.cell_of
         key = (cell_of.get(src, src), cell_of.get(to, to), pubend)
         if upto > self.acked_from_cell.get(key, -1):
             self.acked_from_cell[key] = upto
         if self.ctx.pubend_host.get(pubend) == to and upto > self.pubend_acked.get(pubend, -1):
             self.pubend_acked[pubend] = upto
+
+    def _on_publish(self, r: TraceRecord) -> None:
+        d = r.detail
+        self.published[(d.pubend, d.index)] = r
+
+    def _on_persist(self, r: TraceRecord) -> None:
+        got = self.ctx.logged(r.detail)
+        if got is not None:
+            pubend, tick, attrs_ = got
+            self.persist_key[(r.node, r.detail.key)] = (pubend, tick, attrs_, r)
+            self.requested.setdefault(pubend, {})[tick] = attrs_
+
+    def _on_persisted(self, r: TraceRecord) -> None:
+        entry = self.persist_key.get((r.node, r.detail.key))
+        if entry is not None:
+            pubend, tick, attrs_, _pr = entry
+            table = self.logged.setdefault(pubend, {})
+            if tick not in table:
+                table[tick] = (attrs_, r.time, r)
+                bisect.insort(self.logged_sorted.setdefault(pubend, []), tick)
+
+    def _on_connect(self, r: TraceRecord) -> None:
+        d = r.detail
+        c = Conn(d.subscriber, r.node, d.connection, d.filter, r.time)
+        self.conns[d.subscriber] = c
+        self.all_conns.append(c)
+
+    def _on_disconnect(self, r: TraceRecord) -> None:
+        old = self.conns.get(r.detail.subscriber)
+        if old is not None:
+            old.live = False
 
     def record_delivery(self, c: Conn, pubend: str, tick: int, r: TraceRecord) -> None:
         """Add that connection ``c`` delivered ``(pubend, tick)`` at record ``r``."""
@@ -361,6 +380,12 @@ class Plugin:
     def observe(self, r: TraceRecord) -> bool:
         """Judge record ``r`` (of one of :attr:`kinds`); True when it revealed a violation."""
         return False
+
+    def judges(self) -> Mapping[str, Callable[[TraceRecord], bool]]:
+        """Per record kind of :attr:`kinds`, the method that judges it (the checker calls it
+        instead of :meth:`observe`): :meth:`observe` for each, unless a plug-in maps a kind to
+        its own method to save a dispatch on hot kinds."""
+        return dict.fromkeys(self.kinds, self.observe)
 
     def finish(self, end: TraceRecord) -> bool:
         """Judge the end of a healed and drained run (``end`` stands for it in a violation's

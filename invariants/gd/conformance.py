@@ -22,7 +22,7 @@ ledger's connections and logged ticks, and the ``fault`` records:
 from __future__ import annotations
 
 import bisect
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable, Mapping
 from typing import ClassVar, Final, final
 
 from gapless.impl.trace import TraceRecord, Wire
@@ -66,6 +66,12 @@ class GDConformance(Plugin):
     def observe(self, r: TraceRecord) -> bool:
         if r.kind == "send":
             return self._on_send(r)
+        return self._on_fault(r)
+
+    def judges(self) -> Mapping[str, Callable[[TraceRecord], bool]]:
+        return {"send": self._on_send, "fault": self._on_fault}
+
+    def _on_fault(self, r: TraceRecord) -> bool:
         d = r.detail
         if d.kind in ("crash", "stall_broker") and d.phase in ("start", "fail"):
             # a crashed broker's istream is gone: its nack history restarts
@@ -85,18 +91,18 @@ class GDConformance(Plugin):
             return self._on_nack(r, w, src, to, pubend)
         if kind == "ack":
             return self._on_ack(r, w, src, to, pubend)
-        if kind not in ("data", "silence"):
-            return False
-        req = self.ledger.requested.get(pubend, {})
-        if any(t not in req for t in w.data_ticks):
-            return False  # data the pubend never logged: no_e's to judge
         retrans = w.retransmission
-        first_silence = kind == "silence" and not retrans
-        if not (retrans or first_silence):
-            return False
+        if not retrans and kind != "silence":
+            return False  # first-time data (or not knowledge at all)
+        if kind not in ("data", "silence"):
+            return False  # not knowledge
         name = "retransmission_targets" if retrans else "silence_targets"
         if not self.on[name]:
             return False
+        req = self.ledger.requested.get(pubend, {})
+        for t in w.data_ticks:
+            if t not in req:
+                return False  # data the pubend never logged: no_e's to judge
         cell_of = self.ctx.cell_of
         if cell_of.get(to) == cell_of.get(src):
             return False

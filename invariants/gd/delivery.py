@@ -33,6 +33,7 @@ logged in between) is judged and added in one pass (:meth:`GDDelivery._deliver_c
 from __future__ import annotations
 
 import bisect
+from collections.abc import Callable, Mapping
 from typing import Any, ClassVar, Final, final
 
 from gapless.impl.effects import DeliverCohort
@@ -79,10 +80,13 @@ class GDDelivery(Plugin):
             return self._on_deliver(r)
         return self._on_send(r)
 
+    def judges(self) -> Mapping[str, Callable[[TraceRecord], bool]]:
+        return {"deliver": self._on_deliver, "send": self._on_send}
+
     def _on_send(self, r: TraceRecord) -> bool:
         """``no_e`` on the wire: every data tick sent is a tick its pubend asked to log."""
         w: Wire = r.detail.wire
-        if w.pubend is None or w.kind not in ("data", "silence") or not w.data_ticks:
+        if not w.data_ticks or w.pubend is None or w.kind not in ("data", "silence"):
             return False
         pubend = w.pubend
         req = self.requested.get(pubend, {})

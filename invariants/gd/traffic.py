@@ -57,14 +57,16 @@ NAMES: Final = ("minimal_traffic",)
 class Edge:
     """The filter of one directed broker pair for one pubend: ``scope`` (the cache key: the
     downstream cell, ``"~"`` + the cell for a sideways edge, ``""`` when nothing may cross),
-    the distinct filter texts whose disjunction it is, and how to name it."""
+    the distinct filter texts whose disjunction it is (``single``: the only one, if so), and
+    how to name it."""
 
-    __slots__ = ("filters", "label", "scope")
+    __slots__ = ("filters", "label", "scope", "single")
 
     def __init__(self, scope: str, filters: tuple[str, ...], label: str) -> None:
         self.scope = scope
         self.filters = filters
         self.label = label
+        self.single = filters[0] if len(filters) == 1 else None
 
     def describe(self, pubend: str) -> str:
         if not self.filters:
@@ -96,33 +98,44 @@ class GDMinimalTraffic(Plugin):
         self._trees: dict[str, frozenset[str]] = {}
         self._edges: dict[tuple[str, str, str], Edge] = {}
         self._passes: dict[tuple[str, int, str], bool] = {}
+        self._logged = ledger.logged
+        self._matches = ledger.matches
 
     def observe(self, r: TraceRecord) -> bool:
         w: Wire = r.detail.wire
-        if not w.data_ticks or w.pubend is None:
-            return False
+        ticks = w.data_ticks
         pubend = w.pubend
-        src, to = r.node, r.detail.to
-        edge = self._edges.get((src, to, pubend))
+        if not ticks or pubend is None:
+            return False
+        key = (r.node, r.detail.to, pubend)
+        edge = self._edges.get(key)
         if edge is None:
-            edge = self._edges[(src, to, pubend)] = self._edge(src, to, pubend)
-        ledger = self.ledger
-        passes = self._passes
-        for t in w.data_ticks:
-            key = (pubend, t, edge.scope)
-            ok = passes.get(key)
-            if ok is None:
-                entry = ledger.logged.get(pubend, {}).get(t)
-                attrs_ = entry[0] if entry is not None else ledger.attributes(pubend, t)
+            edge = self._edges[key] = self._edge(r.node, r.detail.to, pubend)
+        logged = self._logged.get(pubend, {})
+        for t in ticks:
+            if t in logged:
+                # what is logged at a tick never changes: match through the ledger's cache
+                # (the other edges and the deliveries share it)
+                if edge.single is not None:
+                    ok = self._matches(edge.single, pubend, t)
+                else:
+                    pk = (pubend, t, edge.scope)
+                    got = self._passes.get(pk)
+                    if got is None:
+                        got = self._passes[pk] = self._passes_logged(edge, pubend, t)
+                    ok = got
+            else:
+                attrs_ = self.ledger.attributes(pubend, t)
                 if attrs_ is None:
                     continue  # never asked to be logged: no_e's to judge
-                matches = self.ctx.matches
-                ok = any(matches(f, attrs_) for f in edge.filters)
-                if entry is not None:  # what is logged at a tick never changes
-                    passes[key] = ok
+                ok = any(self.ctx.matches(f, attrs_) for f in edge.filters)
             if not ok:
                 return self._reject(r, w, edge, pubend, t)
         return False
+
+    def _passes_logged(self, edge: Edge, pubend: str, t: int) -> bool:
+        matches = self.ledger.matches
+        return any(matches(f, pubend, t) for f in edge.filters)
 
     def _reject(self, r: TraceRecord, w: Wire, edge: Edge, pubend: str, t: int) -> bool:
         attrs_ = self.ledger.attributes(pubend, t)
