@@ -71,6 +71,7 @@ class Checker:
         self.ctx = ctx
         self.names = known
         self.report = report = Report({n: (n in chosen) for n in known})
+        self.on = report.on  # which invariants are judged, by name
         self.ledger = ledger = Ledger(ctx)
         active = [cls(ledger, report) for cls in classes if any(report.on[n] for n in cls.names)]
         self.plugins: tuple[Plugin, ...] = tuple(active)
