@@ -114,6 +114,13 @@ class Checker:
                 return True
         return report.violation is not None
 
+    def restrict(self, names: Iterable[str]) -> None:
+        """From now on judge only the invariants ``names`` (a run that left its protocol's
+        fault budget is judged on safety alone); a violation already found stands."""
+        keep = set(names)
+        for n in self.on:
+            self.on[n] = self.on[n] and n in keep
+
     def finish(self, r_end: TraceRecord) -> Violation | None:
         """Judge liveness at the end of a healed and drained run (``r_end`` stands for the
         end of the run in the violation's events)."""

@@ -18,9 +18,9 @@ from gapless.invariants.checker import CheckContext, Checker, SubscriptionInfo, 
 from gapless.invariants.plugin import Conn, Ledger, Plugin, Report
 from gapless.invariants.registry import PLUGINS, invariant_names, plugins_for
 from gapless.models.faults import FaultProfile
+from gapless.models.run import Run, run_context
 from gapless.models.runner import RunSpec, generate_schedule
 from gapless.models.workload import WorkloadSpec
-from gapless.models.world import Run, run_context
 
 
 def _ctx() -> CheckContext:
