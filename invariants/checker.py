@@ -17,7 +17,8 @@ acks, publish times, the reference matcher's cache) are kept once in a
 :class:`~gapless.invariants.plugin.Plugin` that reads the record kinds it declares and reports
 through the checker's :class:`~gapless.invariants.plugin.Report` (see
 :mod:`gapless.invariants.plugin` for the order of facts and judgements). The checker takes the
-plug-ins from its caller — a protocol's tuple from :mod:`gapless.invariants.registry` — and
+plug-ins from its caller — its protocol's, as the protocol's registry entry
+(:mod:`gapless.models.protocols`) builds its checker — and
 defaults to guaranteed delivery's (:data:`gapless.invariants.gd.PLUGINS`: the delivery
 invariants, the wire-conformance ones and minimal traffic; their docs state each invariant).
 A plug-in none of whose invariants is chosen is left out.
@@ -37,8 +38,8 @@ from gapless.invariants.plugin import (
     Plugin,
     Report,
     SubscriptionInfo,
+    invariant_names,
 )
-from gapless.invariants.registry import invariant_names
 from gapless.invariants.violation import Violation
 
 __all__ = ["GD_PLUGINS", "CheckContext", "Checker", "SubscriptionInfo", "check_trace"]

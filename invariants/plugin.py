@@ -47,6 +47,7 @@ from typing import Any, ClassVar, final
 import attrs
 
 from gapless.impl.effects import DeliverCohort, Persist
+from gapless.impl.errors import ProtocolMisuse
 from gapless.impl.trace import TraceRecord
 from gapless.invariants.violation import Violation
 
@@ -58,6 +59,7 @@ __all__ = [
     "Plugin",
     "Report",
     "SubscriptionInfo",
+    "invariant_names",
 ]
 
 LogEntry = tuple[Mapping[str, Any], int, TraceRecord]
@@ -391,3 +393,17 @@ class Plugin:
         """Judge the end of a healed and drained run (``end`` stands for it in a violation's
         events); True when that revealed a violation."""
         return False
+
+
+def invariant_names(plugins: Iterable[type[Plugin]]) -> tuple[str, ...]:
+    """The invariants ``plugins`` own, in order; :class:`ProtocolMisuse` if two own one name."""
+    out: list[str] = []
+    for cls in plugins:
+        for name in cls.names:
+            if name in out:
+                raise ProtocolMisuse(
+                    f"invariants: {name!r} is owned by two plug-ins ({cls.__name__} and another); "
+                    "allowed: one owner per invariant"
+                )
+            out.append(name)
+    return tuple(out)

@@ -15,9 +15,9 @@ from gapless.impl.inputs import Connect, Persisted
 from gapless.impl.trace import Published, TraceRecord
 from gapless.invariants import INVARIANTS, gd
 from gapless.invariants.checker import CheckContext, Checker, SubscriptionInfo, check_trace
-from gapless.invariants.plugin import Conn, Ledger, Plugin, Report
-from gapless.invariants.registry import PLUGINS, invariant_names, plugins_for
+from gapless.invariants.plugin import Conn, Ledger, Plugin, Report, invariant_names
 from gapless.models.faults import FaultProfile
+from gapless.models.gd_protocol import ENTRY as GD_ENTRY
 from gapless.models.run import Run, run_context
 from gapless.models.runner import RunSpec, generate_schedule
 from gapless.models.workload import WorkloadSpec
@@ -57,14 +57,11 @@ def _records(*extra: tuple[int, str, str, Any]) -> list[TraceRecord]:
 
 
 def test_gd_registers_its_plugins_under_the_invariant_names() -> None:
-    assert plugins_for("gd") is gd.PLUGINS is PLUGINS["gd"]
-    assert invariant_names(gd.PLUGINS) == INVARIANTS
+    assert invariant_names(gd.PLUGINS) == INVARIANTS == GD_ENTRY.invariants
     assert "minimal_traffic" in INVARIANTS
 
 
 def test_misuse_is_typed_and_names_what_is_allowed() -> None:
-    with pytest.raises(ProtocolMisuse, match="allowed: gd"):
-        plugins_for("nope")
     with pytest.raises(ProtocolMisuse, match=r"no-such.*allowed: safety"):
         Checker(_ctx(), ("no-such",))
 
