@@ -62,6 +62,7 @@ def diff(told: Set[Key], wanted: Set[Key]) -> tuple[Subscription, ...]:
     def order(k: Key) -> tuple[bytes, str]:
         return (k[1], k[0])
 
+    told, wanted = frozenset(told), frozenset(wanted)
     subs = [
         Subscription(subscribe=True, topic=t, kind=k) for k, t in sorted(wanted - told, key=order)
     ]
