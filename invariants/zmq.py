@@ -148,14 +148,19 @@ class Ledger:
         return False
 
     def expected_below(self, node: str) -> set[Key]:
-        """What ``node`` holds live, as its upstream should see it (before aggregation)."""
+        """What ``node``'s upstream should hold for it: a subscriber's live subscriptions; a
+        device's aggregation of the union of its live peers' (everything for a multicast
+        peer) — the union of what is live downstream [ZMQ "Subscription Forwarding"]."""
         if node in self.topology.subscribers:
             return set(self.subs.get(node, {}))
         out: set[Key] = set()
         for e in self.topology.children(node):
             if self.live[(e.up, e.down)]:
-                out |= {(PREFIX, b"")} if e.multicast else self.held[(e.up, e.down)]
-        return out
+                out |= {(PREFIX, b"")} if e.multicast else self.expected_below(e.down)
+        topo = self.topology
+        return set(
+            aggregate(frozenset(out), subsumption=topo.subsumption, limit=topo.fallback_limit)
+        )
 
 
 class _Plugin:
@@ -270,16 +275,10 @@ class SubscriptionConsistency(_Plugin):
         for e in topo.edges:
             if e.multicast or not led.live[(e.up, e.down)]:
                 continue
+            if topo.observed is not None and e.up not in topo.observed:
+                continue
             held = led.held[(e.up, e.down)]
             expected = led.expected_below(e.down)
-            if e.down in topo.devices:
-                expected = set(
-                    aggregate(
-                        frozenset(expected),
-                        subsumption=topo.subsumption,
-                        limit=topo.fallback_limit,
-                    )
-                )
             if _same(held, expected, topo.subsumption):
                 continue
             stale = sorted(held - expected)

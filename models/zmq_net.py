@@ -176,7 +176,11 @@ class ZmqNet:
         if not isinstance(state, DeviceState):
             return
         self.record(node, "fault", Fault(kind="restart", target=node))
-        edges = [e for e in self.topo.edges if node in (e.up, e.down)]
+        edges = [
+            e
+            for e in self.topo.edges
+            if node in (e.up, e.down) and self.lifetimes.get((e.up, e.down), 0) % 2 == 1
+        ]  # the edges that were up come back; those that were down stay down
         for e in edges:
             self._link(e.up, e.down, False)
         self.states[node] = restart(self.states[node])  # type: ignore[arg-type]

@@ -59,13 +59,16 @@ class Edge:
 class ZmqTopology:
     """The trace header: ``edges``; ``subscribers`` (SUB or XSUB endpoints; the XSUBs,
     which do not filter, also in ``unfiltered``), ``publishers``, ``devices``; and the
-    devices' policy: ``subsumption`` and ``fallback_limit``."""
+    devices' policy: ``subsumption`` and ``fallback_limit``. ``observed`` names the nodes
+    whose arriving subscription messages the trace records (None: every node; a trace of
+    real libzmq sees only its publisher's)."""
 
     edges: tuple[Edge, ...]
     subscribers: tuple[str, ...]
     publishers: tuple[str, ...]
     devices: tuple[str, ...] = ()
     unfiltered: tuple[str, ...] = ()
+    observed: tuple[str, ...] | None = None
     subsumption: bool = False
     fallback_limit: int | None = None
 
