@@ -113,9 +113,9 @@ def _two_broker_cpu(
 
 def _fig3(online: bool) -> dict[str, float]:
     from gapless.models.faults import FaultSchedule
+    from gapless.models.run import Run
     from gapless.models.runner import RunSpec
     from gapless.models.workload import WorkloadSpec
-    from gapless.models.world import Run
 
     spec = RunSpec(
         topology="fig3",

@@ -25,6 +25,7 @@ COMMANDS: dict[str, tuple[str, str, str | None]] = {
     "report": ("gapless.cli.report_cmd", "report", "report"),
     "zoo": ("gapless.cli.zoo_cmd", "zoo", "fuzz"),
     "simulate": ("gapless.cli.simulate_cmd", "simulate", None),
+    "protocols": ("gapless.cli.protocols_cmd", "protocols", None),
 }
 
 _EXTRA_OF_MODULE = {

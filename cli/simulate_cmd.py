@@ -84,11 +84,13 @@ def simulate(
     list_: bool, name: str | None, as_json: bool, plot: Path | None, trace_file: Path | None
 ) -> None:
     """Run one of the paper's failure experiments [GD §4.2] on the simulated network."""
-    from gapless.models.scenarios import SCENARIOS, run_scenario
+    from gapless.models.protocols import scenarios
+    from gapless.models.runner import run_scenario
 
+    SCENARIOS = scenarios()
     if list_:
         for sc in SCENARIOS.values():
-            click.echo(f"{sc.name:16} {sc.description}")
+            click.echo(f"{sc.name:16} [{sc.protocol}] {sc.description}")
         return
     if name is None:
         click.echo(
@@ -129,7 +131,7 @@ def simulate(
         plot_scenario(outcome, m, plot)
     if trace_file is not None:
         from gapless.invariants.tracefile import write_trace
-        from gapless.models.world import run_context
+        from gapless.models.run import run_context
 
         write_trace(
             trace_file,

@@ -30,6 +30,11 @@ DEFAULT_SCHEDULES = 40
 @click.option("--duration", "duration_s", type=float, help="Simulated seconds per schedule.")
 @click.option("--out", default=None, help="Output directory (default out/zoo).")
 @click.option("--master", help="Spark master (default local[*]).")
+@click.option(
+    "--protocol",
+    default=None,
+    help="The protocol whose planted bugs to run (default gd; see `gapless protocols`).",
+)
 @click.option("--bug", "bugs", multiple=True, help="Only these bugs (repeatable).")
 @click.option("--shrink-runs", type=int, help="Simulations one shrink may spend (default 200).")
 @click.option(
@@ -46,6 +51,7 @@ def zoo(
     duration_s: float | None,
     out: str | None,
     master: str | None,
+    protocol: str | None,
     bugs: tuple[str, ...],
     shrink_runs: int | None,
     executor: str,
@@ -69,6 +75,7 @@ def zoo(
         "out": out if out is not None else (None if config_path else "out/zoo"),
         "master": master,
         "shrink_runs": shrink_runs,
+        "protocol": protocol,
     }
     try:
         suite = suite_configs(overrides, config_path)
@@ -83,7 +90,9 @@ def zoo(
         click.echo(f"gapless zoo: {exc}", err=True)
         raise SystemExit(2) from None
     if not known:
-        click.echo("gapless zoo: the zoo is empty (gapless.spark_fuzz.zoo.ZOO)", err=True)
+        click.echo(
+            f"gapless zoo: protocol {suite[0].protocol!r} declares no planted bugs", err=True
+        )
         raise SystemExit(2)
 
     def show(entry: Any) -> None:

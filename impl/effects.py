@@ -13,11 +13,14 @@ Effects are plain data so that a trace can record them, the invariants can judge
 from __future__ import annotations
 
 from collections.abc import Hashable
-from typing import Any, final
+from typing import Any, Final, final
 
 import attrs
 
+from gapless.impl.errors import ProtocolMisuse
+
 __all__ = [
+    "DELIVER_KINDS",
     "CancelTimer",
     "Deliver",
     "DeliverCohort",
@@ -57,17 +60,34 @@ class CancelTimer:
     key: Hashable
 
 
+DELIVER_KINDS: Final = ("event", "silence", "gap")
+"""What a delivery hands a subscriber: an ``event`` (a published message), a ``silence`` (no
+matching event in the range up to ``tick``) or a ``gap`` (the range up to ``tick`` is lost
+to this subscriber) — durable subscriptions' three message kinds [DUR §2]. Guaranteed
+delivery only delivers events."""
+
+
+def _deliver_kind(_inst: Any, _attr: Any, value: str) -> None:
+    if value not in DELIVER_KINDS:
+        raise ProtocolMisuse(
+            f"Deliver: kind {value!r} is unknown; allowed: {', '.join(DELIVER_KINDS)}"
+        )
+
+
 @final
 @attrs.frozen(kw_only=True)
 class Deliver:
-    """Hand a data message to a subscriber [GD §2.3]: ``subscriber`` receives the message
-    published by ``pubend`` at ``tick`` with ``payload`` on connection ``connection``."""
+    """Hand a message to a subscriber [GD §2.3]: ``subscriber`` receives, on connection
+    ``connection``, the message published by ``pubend`` at ``tick`` with ``payload``
+    (``kind="event"``), or a silence or gap message covering the ticks up to ``tick``
+    (``kind`` ``"silence"`` / ``"gap"``, see :data:`DELIVER_KINDS` [DUR §2])."""
 
     subscriber: str
     pubend: str
     tick: int
     payload: Any
     connection: int = 0
+    kind: str = attrs.field(default="event", validator=_deliver_kind)
 
 
 @final

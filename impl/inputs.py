@@ -81,11 +81,15 @@ class Publish:
 @attrs.frozen(kw_only=True)
 class Connect:
     """Subscriber ``subscriber`` connects with the filter expression ``filter`` (connection
-    number ``connection``; a reconnect is a new connection [GD §2.3])."""
+    number ``connection``; a reconnect is a new connection [GD §2.3]). ``resume`` is the
+    token a reconnecting subscriber presents to resume where it left off — durable
+    subscriptions' checkpoint token CT(s) [DUR §2]; ``None`` for a new subscriber or a
+    protocol without resumption (guaranteed delivery ignores it)."""
 
     subscriber: str
     filter: str
     connection: int = 0
+    resume: Any = None
 
 
 @final

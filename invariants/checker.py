@@ -654,6 +654,13 @@ class Checker:
         self.ack_checked[ck] = upto
         return False
 
+    def restrict(self, names: Iterable[str]) -> None:
+        """From now on judge only the invariants ``names`` (a run that left its protocol's
+        fault budget is judged on safety alone); a violation already found stands."""
+        keep = set(names)
+        for n in self.on:
+            self.on[n] = self.on[n] and n in keep
+
     # ------------------------------------------------------------------ finish
 
     def finish(self, r_end: TraceRecord) -> Violation | None:

@@ -1,15 +1,20 @@
 """gapless.models — the world around the verified core (DESIGN.md).
 
-* :mod:`gapless.models.runner` — the campaign API: ``RunSpec``, ``generate_schedule(spec,
-  seed)``, ``run(spec, schedule, seed, *, record_trace=False) -> RunOutcome``, shrink helpers;
-* :mod:`gapless.models.world` — the deterministic discrete-event network (``World``, ``Run``,
-  ``simulate``);
-* :mod:`gapless.models.faults` — fault schedules as plain data, each event with its own
-  random stream;
-* :mod:`gapless.models.topology` — topologies as networkx graphs (GD Figure 3, the
-  total-order merge graph, the two-broker network of GD §4.1);
-* :mod:`gapless.models.workload` — pubend rates, attributes, subscribers and filters;
-* :mod:`gapless.models.binding` / :mod:`gapless.models.gd_binding` — how a protocol's pure
-  roles plug into the world;
-* :mod:`gapless.models.scenarios` — the paper's failure experiments [GD §4.2].
+Bottom to top (each module imports only those above it in this list):
+
+* :mod:`gapless.models.faults`, :mod:`gapless.models.topology`,
+  :mod:`gapless.models.workload` — fault schedules, topologies and workloads as plain data;
+* :mod:`gapless.models.binding` — what the world needs of a protocol (the ``Binding``);
+* :mod:`gapless.models.world` — the deterministic discrete-event engine (``World``) only;
+* :mod:`gapless.models.runspec` — ``RunSpec`` and ``RunOutcome``;
+* :mod:`gapless.models.registry` — ``ProtocolEntry`` and ``Scenario``: what the kit needs of
+  a protocol, in one value;
+* one protocol's modules: :mod:`gapless.models.gd_binding`, :mod:`gapless.models.gd_scenarios`
+  (the paper's failure experiments [GD §4.2]), :mod:`gapless.models.gd_protocol` (its entry);
+* :mod:`gapless.models.protocols` — the one registry: every protocol by name;
+* :mod:`gapless.models.run` — a spec and a seed built into a world, checker and counters
+  (``Run``, ``simulate``, ``run_context``);
+* :mod:`gapless.models.runner` — the campaign API: ``generate_schedule(spec, seed)``,
+  ``run(spec, schedule, seed, *, record_trace=False) -> RunOutcome``, shrink helpers,
+  ``run_scenario(name)``.
 """

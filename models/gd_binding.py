@@ -10,8 +10,8 @@ Theory of operation
   edges, subscribers with their filters and — for a total-order topology — the merge group
   ``"total"`` of the merged pubends [GD §2.3, Figure 1];
 * configuration: :class:`~gapless.impl.gd.config.GDConfig` with the run's overrides
-  (``RunSpec.config``); its documented link delay, jitter and link-status period drive the
-  network, its minimum repetition interval the nack-consolidation invariant;
+  (``RunSpec.config``); its minimum repetition interval drives the nack-consolidation
+  invariant (link delay and jitter are the world's, from the run spec);
 * policy: the variant's policy (``RunSpec.variant``; ``"none"`` is the paper's);
 * decoders: a ``Persist`` whose value carries a ``data`` (:class:`~gapless.impl.gd.messages.Data`)
   logs that message; a delivered payload is a ``Data`` whose ``attributes`` the invariants
@@ -22,32 +22,34 @@ Theory of operation
 
 from __future__ import annotations
 
-import importlib
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any, final
 
 import attrs
 import networkx as nx
 from pyrsistent import pmap
 
+from gapless.impl import gd
 from gapless.impl.effects import Effect, Persist
+from gapless.impl.gd.config import GDConfig
+from gapless.impl.gd.messages import wire
+from gapless.impl.gd.topology import GDTopology, SubscriberSpec
+from gapless.impl.gd.variants import VARIANTS
 from gapless.impl.inputs import Publish
 from gapless.impl.trace import Wire
+from gapless.impl.variants import resolve
+from gapless.invariants.checker import CheckContext, SubscriptionInfo
+from gapless.models.binding import Binding
+from gapless.models.runspec import RunSpecError
 from gapless.models.workload import PublishEvent, Workload
 
 _PMAP = type(pmap())
 
-__all__ = ["GDBinding", "logged_tick", "make_binding", "to_gd_topology"]
+__all__ = ["GDBinding", "check_context", "logged_tick", "make_binding", "to_gd_topology"]
 
 
-def _gd() -> Any:
-    return importlib.import_module("gapless.impl.gd")
-
-
-def to_gd_topology(graph: nx.Graph, workload: Workload) -> Any:
+def to_gd_topology(graph: nx.Graph, workload: Workload) -> GDTopology:
     """The roles' ``GDTopology`` for ``graph`` with the workload's subscribers."""
-    from gapless.impl.gd.topology import GDTopology, SubscriberSpec
-
     merged = tuple(graph.graph.get("merged", ()))
     subs = {
         s.name: SubscriberSpec(
@@ -70,9 +72,7 @@ def to_gd_topology(graph: nx.Graph, workload: Workload) -> Any:
 def logged_tick(persist: Persist) -> tuple[str, int, Mapping[str, Any]] | None:
     """``(pubend, tick, attributes)`` of the message a pubend's ``Persist`` logs, else None
     (``gapless.impl.gd.logged``)."""
-    from gapless.impl.gd import logged
-
-    return logged(persist)
+    return gd.logged(persist)
 
 
 @final
@@ -80,25 +80,20 @@ class GDBinding:
     """GD roles as the world drives them (see module doc)."""
 
     def __init__(self, topology: Any, config: Any, policy: Any) -> None:
-        gd = _gd()
         self.topology = topology
         self.config = config
         self.policy = policy
         self.handle = gd.handle
         self.crash = gd.crash
         self._observe = getattr(gd, "Observe", None)
-        self.link_delay_us = int(config.link_delay_us)
-        self.link_jitter_us = int(config.link_jitter_us)
         # the roles exchange LinkStatus messages on their own timer [GD §3.1]; the world only
         # reports link failures and heals
         self.status_period_us = 0
         self.min_repetition_us = int(config.min_repetition_us)
-        from gapless.impl.gd.messages import wire
-
         self.wire = wire
 
     def initial_states(self) -> dict[str, Any]:
-        states: dict[str, Any] = dict(_gd().initial_states(self.topology, self.config, self.policy))
+        states: dict[str, Any] = dict(gd.initial_states(self.topology, self.config, self.policy))
         return states
 
     def publish_input(self, event: PublishEvent) -> Publish:
@@ -130,18 +125,35 @@ class GDBinding:
 
 def make_binding(spec: Any, graph: nx.Graph, workload: Workload) -> GDBinding:
     """The binding of ``spec`` (a ``RunSpec``): its variant's policy, its config overrides."""
-    from gapless.impl.gd.config import GDConfig
-    from gapless.models.runner import resolve_policy
-
     overrides = dict(spec.config)
     if "coverage" not in overrides:
         overrides["coverage"] = True
     try:
         config = GDConfig(**overrides)
     except TypeError as exc:
-        from gapless.impl.errors import ProtocolMisuse
-
         fields = ", ".join(a.name for a in attrs.fields(GDConfig))
-        raise ProtocolMisuse(f"RunSpec.config: {exc}; allowed keys: {fields}") from exc
-    policy = resolve_policy(spec.protocol, spec.variant)
+        raise RunSpecError(f"RunSpec.config: {exc}; allowed keys: {fields}") from exc
+    policy = resolve("gd", spec.variant, gd.PAPER_POLICY, VARIANTS)
     return GDBinding(to_gd_topology(graph, workload), config, policy)
+
+
+def check_context(
+    graph: nx.Graph, workload: Workload, binding: Binding, matches: Callable[[str, Any], bool]
+) -> CheckContext:
+    """GD's invariants' :class:`~gapless.invariants.checker.CheckContext` for a run: the
+    workload's subscriptions, the cell structure of ``graph``, the binding's decoders."""
+    return CheckContext(
+        subscriptions=tuple(
+            SubscriptionInfo(name=s.name, shb=s.shb, filter=s.filter, order=s.order)
+            for s in workload.subscriptions
+        ),
+        cell_of={n: str(d["cell"]) for n, d in sorted(graph.nodes(data=True))},
+        cell_tree=tuple(graph.graph["cell_tree"]),
+        pubend_host=dict(graph.graph["pubends"]),
+        merged=tuple(graph.graph.get("merged", ())),
+        roles={n: str(d["role"]) for n, d in sorted(graph.nodes(data=True))},
+        min_repetition_us=binding.min_repetition_us,
+        matches=matches,
+        logged=binding.logged,
+        payload_attributes=binding.payload_attributes,
+    )

@@ -2,10 +2,10 @@
 
 Public API (stable; campaigns in ``gapless.spark_fuzz`` are built on it)
 ----------------------------------------------------------------------
-* :class:`RunSpec` — frozen, cattrs-serialisable description of a run: ``protocol`` ("gd"),
-  ``variant`` (a protocol-variant name, default ``"none"`` = the correct protocol; resolved
-  with ``gapless.spark_fuzz.zoo.policy_by_name`` when that module exists), ``topology``
-  ("fig3", "total-order", "two-broker"), ``workload``
+* :class:`RunSpec` (:mod:`gapless.models.runspec`) — frozen, cattrs-serialisable description
+  of a run: ``protocol`` (a name of the registry, :mod:`gapless.models.protocols`),
+  ``variant`` (default ``"none"`` = the correct protocol, else a planted bug the protocol
+  declares), ``topology`` (one of the protocol's), ``workload``
   (:class:`~gapless.models.workload.WorkloadSpec`),
   ``faults`` (:class:`~gapless.models.faults.FaultProfile`: kinds with rates per simulated
   second, or ``swarm``), ``duration_us`` (publishing and faults), ``drain_us`` (after every
@@ -17,50 +17,66 @@ Public API (stable; campaigns in ``gapless.spark_fuzz`` are built on it)
 * :func:`generate_schedule` ``(spec, seed) -> FaultSchedule`` — pure.
 * :func:`run` ``(spec, schedule, seed, *, record_trace=False) -> RunOutcome`` — deterministic:
   the same input gives the same ``trace_digest`` in any process under any ``PYTHONHASHSEED``.
-* :class:`RunOutcome` — ``verdict`` ('pass' | 'violation' | 'error' | 'timeout'),
+* :class:`RunOutcome` — ``verdict`` (one of :data:`VERDICTS`: 'pass' | 'violation' |
+  'out_of_budget' | 'error' | 'timeout'),
   ``invariant`` (name or None), ``explanation`` (text), ``counters``
-  (:class:`~gapless.impl.trace.Counters`, with latency p50/p99/max in µs), ``trace_digest``,
-  ``coverage`` (sorted ``(label, count)`` pairs), ``violation``, ``trace`` (when recorded),
+  (:class:`~gapless.impl.trace.Counters`, with latency p50/p99/max in µs), ``trace_digest``
+  (of ``digest_version``), ``coverage`` (sorted ``(label, count)`` pairs, counted beside the
+  trace), ``violation``, ``trace`` (when recorded),
   ``events`` (simulator events processed), ``end_time_us``, ``fault_kinds``.
 * Shrink helpers: :func:`without_event` (the schedule without event i; the other events keep
   their own random streams), :func:`with_duration` (a shorter run; the schedule is clipped by
   :func:`clip_schedule`), :func:`with_max_messages` (a shorter workload).
-* Serialisation: :func:`spec_to_dict` / :func:`spec_from_dict` (validated, clear messages),
-  :func:`outcome_to_dict` (JSON-ready summary without the trace).
+* Serialisation: :func:`spec_to_dict` / :func:`spec_from_dict` (validated against the
+  registry, clear messages), :func:`outcome_to_dict` (JSON-ready summary without the trace).
+* :func:`run_scenario` — a registered scenario, run with its trace recorded and read.
+
+Caller misuse (a spec naming something unknown) raises
+:class:`~gapless.models.runspec.RunSpecError` before any work; anything a role raises
+becomes the verdict ``error``.
 """
 
 from __future__ import annotations
 
-import importlib
 import traceback
-from typing import Any, Final, final
+from typing import Any
 
 import attrs
-import cattrs
 
-from gapless.impl.errors import GaplessError, ProtocolMisuse
-from gapless.impl.trace import Counters, TraceRecord
-from gapless.invariants.violation import Violation
+from gapless.impl.errors import GaplessError
+from gapless.impl.trace import Counters
 from gapless.models.faults import (
-    FaultProfile,
     FaultSchedule,
     Targets,
     generate,
     without_event,
 )
-from gapless.models.topology import TOPOLOGIES, brokers, links, topology
-from gapless.models.workload import WorkloadSpec, generate_workload
+from gapless.models.protocols import PROTOCOLS, protocol, scenario
+from gapless.models.registry import Scenario
+from gapless.models.run import simulate, validate_spec
+from gapless.models.runspec import (
+    VERDICTS,
+    RunOutcome,
+    RunSpec,
+    RunSpecError,
+    spec_to_dict,
+)
+from gapless.models.runspec import spec_from_dict as _structure
+from gapless.models.topology import brokers, links
+from gapless.models.workload import generate_workload
 
 __all__ = [
     "PROTOCOLS",
     "VERDICTS",
     "RunOutcome",
     "RunSpec",
+    "RunSpecError",
     "clip_schedule",
     "generate_schedule",
     "outcome_to_dict",
     "resolve_policy",
     "run",
+    "run_scenario",
     "spec_from_dict",
     "spec_to_dict",
     "with_duration",
@@ -68,99 +84,14 @@ __all__ = [
     "without_event",
 ]
 
-PROTOCOLS: Final = ("gd",)
-VERDICTS: Final = ("pass", "violation", "error", "timeout")
 
-
-@final
-@attrs.frozen(kw_only=True)
-class RunSpec:
-    """Everything but the seed and the schedule that determines a run (see module doc)."""
-
-    protocol: str = "gd"
-    variant: str = "none"
-    topology: str = "fig3"
-    workload: WorkloadSpec = attrs.field(factory=WorkloadSpec)
-    faults: FaultProfile = attrs.field(factory=FaultProfile)
-    duration_us: int = 20_000_000
-    drain_us: int = 15_000_000
-    invariants: tuple[str, ...] = ()
-    online: bool = True
-    config: tuple[tuple[str, Any], ...] = ()
-    max_events: int = 5_000_000
-
-    def __attrs_post_init__(self) -> None:
-        if self.protocol not in PROTOCOLS:
-            raise ProtocolMisuse(
-                f"RunSpec: protocol {self.protocol!r} is unknown; allowed: {', '.join(PROTOCOLS)}"
-            )
-        if self.topology not in TOPOLOGIES:
-            raise ProtocolMisuse(
-                f"RunSpec: topology {self.topology!r} is unknown; allowed: "
-                f"{', '.join(sorted(TOPOLOGIES))}"
-            )
-        if self.duration_us <= 0 or self.drain_us < 0 or self.max_events <= 0:
-            raise ProtocolMisuse(
-                "RunSpec: need duration_us > 0, drain_us >= 0, max_events > 0; got "
-                f"{self.duration_us}, {self.drain_us}, {self.max_events}"
-            )
-        from gapless.invariants import INVARIANTS
-
-        unknown = [n for n in self.invariants if n not in INVARIANTS]
-        if unknown:
-            raise ProtocolMisuse(
-                f"RunSpec: invariants {unknown!r} are unknown; allowed: {', '.join(INVARIANTS)}"
-            )
-
-
-@final
-@attrs.frozen(kw_only=True)
-class RunOutcome:
-    """The result of one run (see module doc)."""
-
-    verdict: str
-    invariant: str | None
-    explanation: str
-    counters: Counters
-    trace_digest: str
-    coverage: tuple[tuple[str, int], ...]
-    violation: Violation | None = None
-    trace: tuple[TraceRecord, ...] | None = None
-    events: int = 0
-    end_time_us: int = 0
-    fault_kinds: tuple[str, ...] = ()
-
-    @property
-    def latency_p50_us(self) -> int | None:
-        return self.counters.latency_p50_us
-
-    @property
-    def latency_p99_us(self) -> int | None:
-        return self.counters.latency_p99_us
-
-    @property
-    def latency_max_us(self) -> int | None:
-        return self.counters.latency_max_us
-
-
-def resolve_policy(protocol: str, variant: str) -> Any:
-    """The protocol policy value of ``variant`` ("none" = the paper's)."""
-    if protocol != "gd":
-        raise ProtocolMisuse(f"resolve_policy: protocol {protocol!r} unknown; allowed: gd")
-    gd = importlib.import_module("gapless.impl.gd")
-    if variant == "none":
-        return gd.PAPER_POLICY
-    try:
-        zoo = importlib.import_module("gapless.spark_fuzz.zoo")
-    except ModuleNotFoundError as exc:
-        raise ProtocolMisuse(
-            f"resolve_policy: variant {variant!r} needs gapless.spark_fuzz.zoo ({exc})"
-        ) from exc
-    return zoo.policy_by_name(variant)
+def resolve_policy(protocol_name: str, variant: str) -> Any:
+    """The policy of ``variant`` of ``protocol_name`` (``"none"`` = the paper's)."""
+    return protocol(protocol_name).policy(variant)
 
 
 def _targets(spec: RunSpec) -> Targets:
-    g = topology(spec.topology)
+    g = validate_spec(spec).topology(spec.topology)
     wl = generate_workload(spec.workload, g, duration_us=1, seed=0)
     return Targets(
         brokers=brokers(g),
@@ -190,26 +121,12 @@ def with_max_messages(spec: RunSpec, max_messages: int | None) -> RunSpec:
     return attrs.evolve(spec, workload=attrs.evolve(spec.workload, max_messages=max_messages))
 
 
-_converter = cattrs.Converter()
-
-
-def spec_to_dict(spec: RunSpec) -> dict[str, Any]:
-    """Plain data for ``spec`` (JSON/TOML-ready)."""
-    data: dict[str, Any] = _converter.unstructure(spec)
-    return data
-
-
 def spec_from_dict(data: dict[str, Any]) -> RunSpec:
-    """A validated :class:`RunSpec`; bad input raises ``ProtocolMisuse`` naming the problem."""
-    try:
-        return _converter.structure(data, RunSpec)
-    except GaplessError:
-        raise
-    except cattrs.BaseValidationError as exc:
-        msgs = "; ".join(cattrs.transform_error(exc))
-        raise ProtocolMisuse(f"spec_from_dict: invalid run spec: {msgs}") from exc
-    except (TypeError, ValueError, KeyError) as exc:
-        raise ProtocolMisuse(f"spec_from_dict: invalid run spec: {exc}") from exc
+    """A validated :class:`RunSpec` (structure, then every name against the registry); bad
+    input raises :class:`~gapless.models.runspec.RunSpecError` naming the problem."""
+    spec = _structure(data)
+    validate_spec(spec)
+    return spec
 
 
 def outcome_to_dict(outcome: RunOutcome) -> dict[str, Any]:
@@ -232,6 +149,7 @@ def outcome_to_dict(outcome: RunOutcome) -> dict[str, Any]:
         "events": outcome.events,
         "end_time_us": outcome.end_time_us,
         "fault_kinds": list(outcome.fault_kinds),
+        "digest_version": outcome.digest_version,
     }
 
 
@@ -240,19 +158,29 @@ def run(
 ) -> RunOutcome:
     """Simulate ``spec`` under ``schedule`` with ``seed`` and judge it (see module doc).
 
-    Never raises for a protocol bug: an exception inside a role gives verdict ``error`` with
-    the traceback's last lines as explanation."""
-    from gapless.models.world import simulate
-
+    A spec naming something unknown raises :class:`RunSpecError` (caller misuse); an
+    exception inside a role gives verdict ``error`` with the traceback's last lines."""
+    validate_spec(spec)
     try:
-        outcome: RunOutcome = simulate(spec, schedule, seed, record_trace=record_trace)
-        return outcome
+        return simulate(spec, schedule, seed, record_trace=record_trace)
+    except RunSpecError:
+        raise
     except GaplessError as exc:
-        if isinstance(exc, ProtocolMisuse) and str(exc).startswith("RunSpec"):
-            raise
         return _error_outcome(exc)
     except Exception as exc:
         return _error_outcome(exc)
+
+
+def run_scenario(name: str) -> tuple[Scenario, RunOutcome, dict[str, Any]]:
+    """Run the registered scenario ``name`` with its trace recorded; returns it, the outcome
+    and its figures (with ``pass_marks`` and ``pass``)."""
+    sc = scenario(name)
+    outcome = simulate(sc.spec, sc.schedule, 0, record_trace=True)
+    graph = protocol(sc.protocol).topology(sc.spec.topology)
+    m = sc.figures(sc, outcome, brokers(graph))
+    m["pass_marks"] = sc.pass_marks(name, m)
+    m["pass"] = all(m["pass_marks"].values())
+    return sc, outcome, m
 
 
 def _error_outcome(exc: BaseException) -> RunOutcome:

@@ -33,9 +33,15 @@ At ``duration_us`` every fault still active is healed, publishing has stopped, a
 network drains for ``drain_us``; then the liveness invariants are judged.
 
 Trace records: ``publish``, ``persist``, ``persisted``, ``send``, ``drop``, ``deliver``,
-``fault``, ``connect``, ``disconnect``, ``rejected`` and ``coverage`` (the lattice-transition
-labels a step reported). Arrivals, timer firings and link status are inputs, not
-observations; they are not recorded, which keeps the digest cheap.
+``fault``, ``connect``, ``disconnect`` and ``rejected``. Arrivals, timer firings and link
+status are inputs, not observations; they are not recorded, which keeps the digest cheap.
+Coverage labels (the lattice transitions a step reported, through the binding's optional
+``coverage`` and ``effect_labels``) are counted in :attr:`World.coverage`, beside the trace and
+never in it: a change of a role's internals that changes nothing observable cannot change a
+run's digest (``gapless.impl.trace.DIGEST_VERSION`` 2).
+
+This module is the event engine only: building a run from a spec and judging it is
+:mod:`gapless.models.run`.
 """
 
 from __future__ import annotations
@@ -55,7 +61,9 @@ from gapless.impl.effects import (
     Rejected,
     Send,
     SetTimer,
+    deliveries,
 )
+from gapless.impl.errors import ProtocolMisuse
 from gapless.impl.inputs import (
     Connect,
     Disconnect,
@@ -80,15 +88,7 @@ from gapless.models.faults import FaultEvent, FaultSchedule, derive_seed
 from gapless.models.topology import link_name
 from gapless.models.workload import PublishEvent, Workload
 
-__all__ = [
-    "Observer",
-    "Run",
-    "World",
-    "check_context",
-    "reference_matcher",
-    "run_context",
-    "simulate",
-]
+__all__ = ["Observer", "World"]
 
 # event codes (ints: cheap to compare in the heap)
 _ARRIVE: Final = 0
@@ -144,6 +144,8 @@ class World:
         observer: Observer | None = None,
         record: bool = False,
         max_events: int = 5_000_000,
+        link_delay_us: int = 1_000,
+        link_jitter_us: int = 200,
     ) -> None:
         self.graph = graph
         self.binding = binding
@@ -165,6 +167,9 @@ class World:
         self._rseq = 0
         self._queue: list[tuple[Any, ...]] = []
         self.coverage: dict[str, int] = {}
+        self.fault_hook: Callable[[tuple[FaultEvent, ...]], None] | None = None
+        """Called with the active fault events after every fault phase change (a run's fault
+        budget is judged with it)."""
         states = binding.initial_states()
         self.nodes: dict[str, _Node] = {}
         for name in sorted(graph.nodes):
@@ -180,12 +185,18 @@ class World:
         self.connected: dict[str, bool] = {}
         self.sub_faults: dict[str, int] = {}
         self.active: dict[int, bool] = {}
-        self.delay = binding.link_delay_us
-        self.jitter = binding.link_jitter_us
+        self.delay = link_delay_us
+        self.jitter = link_jitter_us
         self._has_coverage = hasattr(binding, "coverage")
         self._effect_labels: Callable[[Any], tuple[str, ...] | None] | None = getattr(
             binding, "effect_labels", None
         )
+        self._resume_token: Callable[[str, dict[str, int]], Any] | None = getattr(
+            binding, "resume_token", None
+        )
+        self.consumed: dict[str, dict[str, int]] = {}
+        """Per subscriber, per pubend: the highest tick delivered to it (what a client that
+        keeps its own checkpoint has consumed; kept only for bindings with ``resume_token``)."""
 
     # ---------------------------------------------------------------- plumbing
 
@@ -235,15 +246,18 @@ class World:
             self._push(self.now + max(0, eff.delay), _PERSISTED, node.name, eff.key, node.epoch)
         elif t is Deliver or t is DeliverCohort:
             self._rec(node.name, "deliver", eff)
+            if self._resume_token is not None:
+                for d in deliveries(eff):
+                    got = self.consumed.setdefault(d.subscriber, {})
+                    got[d.pubend] = max(got.get(d.pubend, -1), d.tick)
         elif t is Rejected:
             self._rec(node.name, "rejected", eff)
         else:
             labels = self._effect_labels(eff) if self._effect_labels is not None else None
-            if labels is not None:
+            if labels is not None:  # counted beside the trace, never in it (digest v2)
                 cov = self.coverage
                 for label in labels:
                     cov[label] = cov.get(label, 0) + 1
-                self._rec(node.name, "coverage", labels)
             else:
                 self._rec(node.name, "rejected", Rejected(reason=f"unknown effect {t.__name__}"))
 
@@ -362,7 +376,10 @@ class World:
         n = self.conn.get(sub, -1) + 1
         self.conn[sub] = n
         self.connected[sub] = True
-        inp = Connect(subscriber=sub, filter=s.filter, connection=n)
+        resume = None
+        if self._resume_token is not None:
+            resume = self._resume_token(sub, dict(sorted(self.consumed.get(sub, {}).items())))
+        inp = Connect(subscriber=sub, filter=s.filter, connection=n, resume=resume)
         self._rec(s.shb, "connect", inp)
         self._input(node, inp)
 
@@ -439,6 +456,12 @@ class World:
             self.active[index] = False
         elif phase == "fail":
             self.active[index] = True
+        if self.fault_hook is not None:
+            self.fault_hook(self.active_faults())
+
+    def active_faults(self) -> tuple[FaultEvent, ...]:
+        """The fault events active now, in schedule order."""
+        return tuple(self.fault_events[i] for i in sorted(i for i, on in self.active.items() if on))
 
     def _end_phase_of(self, index: int) -> list[tuple[int, str]]:
         ev = self.fault_events[index]
@@ -449,8 +472,6 @@ class World:
     # ---------------------------------------------------------------- main loop
 
     def _validate_event(self, ev: FaultEvent) -> None:
-        from gapless.impl.errors import ProtocolMisuse
-
         if ev.kind in ("crash", "stall_broker") and ev.target not in self.nodes:
             raise ProtocolMisuse(f"World: fault {ev.kind} targets unknown broker {ev.target!r}")
         if ev.kind in ("link_fail", "stall_link", "drop", "duplicate", "reorder") and (
@@ -542,6 +563,8 @@ class World:
                     Fault(kind=ev.kind, target=ev.target, phase="end"),
                 )
                 self.active[i] = False
+                if self.fault_hook is not None:
+                    self.fault_hook(self.active_faults())
                 continue
             self._fault(i, "end")
 
@@ -624,169 +647,3 @@ class World:
     def wire_of(self, msg: Any) -> Wire:
         """The binding's summary of ``msg`` (for tools that read traces)."""
         return self.binding.wire(msg)
-
-
-# -------------------------------------------------------------------- one whole run
-
-
-def reference_matcher() -> Callable[[str, Any], bool]:
-    """The ``spec`` reference filter evaluator (``gapless.spec.filters``) as
-    ``matches(filter_text, attributes)``, each filter compiled once."""
-    from gapless.spec.filters import reference_matcher as spec_matcher
-
-    return spec_matcher()
-
-
-def check_context(
-    graph: nx.Graph, workload: Workload, binding: Binding, matches: Callable[[str, Any], bool]
-) -> Any:
-    """The invariants' :class:`~gapless.invariants.checker.CheckContext` for a run."""
-    from gapless.invariants.checker import CheckContext, SubscriptionInfo
-
-    return CheckContext(
-        subscriptions=tuple(
-            SubscriptionInfo(name=s.name, shb=s.shb, filter=s.filter, order=s.order)
-            for s in workload.subscriptions
-        ),
-        cell_of={n: str(d["cell"]) for n, d in sorted(graph.nodes(data=True))},
-        cell_tree=tuple(graph.graph["cell_tree"]),
-        pubend_host=dict(graph.graph["pubends"]),
-        merged=tuple(graph.graph.get("merged", ())),
-        roles={n: str(d["role"]) for n, d in sorted(graph.nodes(data=True))},
-        min_repetition_us=binding.min_repetition_us,
-        matches=matches,
-        logged=binding.logged,
-        payload_attributes=binding.payload_attributes,
-    )
-
-
-def _build(spec: Any, seed: int, binding: Binding | None) -> tuple[nx.Graph, Workload, Binding]:
-    """The topology, workload and binding of the run of ``spec`` with ``seed``."""
-    from gapless.models.topology import topology
-    from gapless.models.workload import generate_workload
-
-    graph = topology(spec.topology)
-    workload = generate_workload(spec.workload, graph, duration_us=spec.duration_us, seed=seed)
-    if binding is None:
-        from gapless.models.gd_binding import make_binding
-
-        binding = make_binding(spec, graph, workload)
-    return graph, workload, binding
-
-
-def run_context(spec: Any, seed: int, *, binding: Binding | None = None) -> Any:
-    """The invariants' :class:`~gapless.invariants.checker.CheckContext` of the run of
-    ``spec`` with ``seed`` (rebuilt deterministically: topology, workload, binding) — what a
-    trace file needs besides the records (``gapless.invariants.tracefile``)."""
-    graph, workload, binding = _build(spec, seed, binding)
-    return check_context(graph, workload, binding, reference_matcher())
-
-
-@final
-class Run:
-    """A world wired to its checker and counters (what :func:`simulate` drives; stateful
-    tests drive it step by step)."""
-
-    def __init__(
-        self,
-        spec: Any,
-        schedule: FaultSchedule,
-        seed: int,
-        *,
-        record_trace: bool = False,
-        binding: Binding | None = None,
-        matches: Callable[[str, Any], bool] | None = None,
-    ) -> None:
-        from gapless.impl.trace import CountersBuilder
-        from gapless.invariants.checker import Checker
-
-        self.spec = spec
-        self.schedule = schedule
-        self.record_trace = record_trace
-        graph, workload, binding = _build(spec, seed, binding)
-        if matches is None:
-            matches = reference_matcher()
-        self.binding = binding
-        self.checker = checker = Checker(
-            check_context(graph, workload, binding, matches), spec.invariants
-        )
-        self.online = online = bool(spec.online)
-
-        def publish_time(d: Deliver) -> int | None:
-            return checker.publish_time(d.pubend, d.tick)
-
-        self.counting = counting = CountersBuilder(publish_time)
-
-        def observe(r: TraceRecord) -> bool:
-            stop = checker.observe(r)
-            counting.add(r)
-            return stop
-
-        self.world = World(
-            graph=graph,
-            workload=workload,
-            schedule=schedule,
-            seed=seed,
-            binding=binding,
-            observer=observe if online else None,
-            record=record_trace or not online,
-            max_events=spec.max_events,
-        )
-
-    def outcome(self) -> Any:
-        """Judge the run as it stands (offline checking and liveness included) and return
-        its :class:`~gapless.models.runner.RunOutcome`."""
-        from gapless.models.runner import RunOutcome
-
-        world, checker, spec = self.world, self.checker, self.spec
-        records = world.records
-        if not self.online:  # offline: judge the recorded trace now, with the same checker
-            for r in records:
-                checker.observe(r)
-                self.counting.add(r)
-        end = TraceRecord(seq=world._rseq, time=world.now, node="-", kind="fault", detail="end")
-        timed_out = world.timed_out and checker.violation is None
-        violation = checker.violation
-        if violation is None and not timed_out:
-            violation = checker.finish(end)
-        counters = self.counting.counters()
-        if violation is not None:
-            verdict, inv, expl = "violation", violation.invariant, violation.explain()
-        elif timed_out:
-            verdict, inv, expl = (
-                "timeout",
-                None,
-                f"event budget {spec.max_events} exhausted at {world.now}µs",
-            )
-        else:
-            verdict, inv, expl = "pass", None, ""
-        return RunOutcome(
-            verdict=verdict,
-            invariant=inv,
-            explanation=expl,
-            counters=counters,
-            trace_digest=world.digest.hexdigest(),
-            coverage=tuple(sorted(world.coverage.items())),
-            violation=violation,
-            trace=tuple(records) if self.record_trace else None,
-            events=world.events,
-            end_time_us=world.now,
-            fault_kinds=tuple(sorted({e.kind for e in world.fault_events})),
-        )
-
-
-def simulate(
-    spec: Any,
-    schedule: FaultSchedule,
-    seed: int,
-    *,
-    record_trace: bool = False,
-    binding: Binding | None = None,
-    matches: Callable[[str, Any], bool] | None = None,
-) -> Any:
-    """Run ``spec`` (a :class:`~gapless.models.runner.RunSpec`) and judge it; returns a
-    :class:`~gapless.models.runner.RunOutcome`. ``binding`` and ``matches`` default to the
-    spec's protocol binding and the reference filter evaluator."""
-    run = Run(spec, schedule, seed, record_trace=record_trace, binding=binding, matches=matches)
-    run.world.run(duration_us=spec.duration_us, drain_us=spec.drain_us)
-    return run.outcome()

@@ -12,7 +12,7 @@ The only package that imports ``pyspark`` (lazily, in :mod:`.session`). Public A
 * :func:`gapless.spark_fuzz.report.write_report` ``(out_dir) -> Path`` — the HTML report;
 * :func:`gapless.spark_fuzz.zoo_campaign.run_zoo` ``(base_config) -> list[dict]`` — the zoo;
 * :class:`gapless.spark_fuzz.backend.Backend` — the simulator interface a protocol implements
-  (guaranteed delivery: :class:`gapless.spark_fuzz.gd_backend.GDBackend`).
+  (every protocol of the registry: :class:`gapless.spark_fuzz.runner_backend.RunnerBackend`).
 
 How to run and read a campaign: ``spark_fuzz/README.md``.
 """

@@ -6,10 +6,10 @@ A campaign never touches the network model directly: it talks to a *backend*, a 
 that turns a validated campaign configuration into a run specification, a seed into a fault
 schedule (a pure function of seed and specification), and a schedule into an outcome
 [GD §4.2 is the kind of experiment this automates]. Guaranteed delivery's backend
-(:mod:`gapless.spark_fuzz.gd_backend`) wraps ``gapless.models.runner``; the later protocols
-(durable subscriptions, delta-fault-tolerance, ZeroMQ forwarding, GES) plug in by adding a
-line to :data:`BACKENDS`, and anyone can point a campaign at their own simulator with the
-``backend = "package.module:factory"`` configuration key.
+(:class:`gapless.spark_fuzz.runner_backend.RunnerBackend`) wraps ``gapless.models.runner``
+for every protocol of the registry (:mod:`gapless.models.protocols`): a protocol registered
+there is fuzzable with no line added here. Anyone can point a campaign at their own
+simulator with the ``backend = "package.module:factory"`` configuration key.
 
 Backends are resolved *by name* in every process (driver, Spark executors, subprocesses):
 nothing but the configuration's canonical JSON crosses a process boundary, so a campaign is
@@ -25,12 +25,10 @@ event carries its own random stream, so removing one leaves the others unchanged
 from __future__ import annotations
 
 import importlib
-from collections.abc import Mapping, Sequence
-from typing import Any, Protocol, final, runtime_checkable
 
-import attrs
-
-from gapless.impl.errors import GaplessError
+from gapless.models.protocols import PROTOCOLS
+from gapless.spark_fuzz.outcome import VERDICTS, Backend, BackendError, Outcome
+from gapless.spark_fuzz.runner_backend import RunnerBackend
 
 __all__ = [
     "BACKENDS",
@@ -41,102 +39,8 @@ __all__ = [
     "load_backend",
 ]
 
-VERDICTS: tuple[str, ...] = ("pass", "violation", "error", "timeout")
-"""Every verdict a row can carry, in report order."""
-
-BACKENDS: dict[str, str] = {
-    "gd": "gapless.spark_fuzz.gd_backend:GDBackend",
-}
-"""Protocol name -> ``module:factory`` of its backend (the factory takes no arguments)."""
-
-
-class BackendError(GaplessError, ValueError):
-    """A protocol or backend reference that cannot be resolved."""
-
-
-@final
-@attrs.frozen(kw_only=True)
-class Outcome:
-    """What one run produced, in the campaign's own terms (a backend converts to this).
-
-    ``verdict`` is one of :data:`VERDICTS`; ``invariant`` names the violated invariant (empty
-    when none); ``coverage`` maps lattice-transition labels (e.g. ``"K:Q->D"``) to counts;
-    ``timeline`` is the annotated event list of a recorded run (``record_trace=True``),
-    each entry ``{"time", "node", "event", "detail"}``; ``violation_time`` is the virtual
-    time (µs) of the violation, if known.
-    """
-
-    verdict: str
-    invariant: str = ""
-    explanation: str = ""
-    published: int = 0
-    delivered: int = 0
-    nacks: int = 0
-    nack_range: int = 0
-    retransmissions: int = 0
-    latency_p50: float = 0.0
-    latency_p99: float = 0.0
-    latency_max: float = 0.0
-    trace_digest: str = ""
-    coverage: Mapping[str, int] = attrs.field(factory=dict)
-    timeline: tuple[Mapping[str, Any], ...] = ()
-    violation_time: int | None = None
-
-
-@runtime_checkable
-class Backend(Protocol):
-    """What a campaign needs from a protocol's simulator. All methods are pure functions of
-    their arguments (same input, same output, in any process and any ``PYTHONHASHSEED``)."""
-
-    def topologies(self) -> Sequence[str]:
-        """Topology names this backend knows."""
-
-    def variants(self) -> Sequence[str]:
-        """Protocol variant names (``"none"`` is the correct protocol)."""
-
-    def fault_kinds(self) -> Sequence[str]:
-        """Fault kinds a fault profile may name."""
-
-    def invariants(self) -> Sequence[str]:
-        """Invariant names a campaign may select."""
-
-    def workload_keys(self) -> Mapping[str, str]:
-        """Allowed ``[workload]`` keys -> a short description of the allowed values."""
-
-    def make_spec(self, config: Any) -> Any:
-        """The backend's run specification for a validated campaign configuration. Raises
-        ``ValueError`` naming the key, value and what is allowed for a workload it rejects."""
-
-    def generate_schedule(self, spec: Any, seed: int) -> Any:
-        """The fault schedule of ``seed``: a pure function of ``(spec, seed)``."""
-
-    def run(self, spec: Any, schedule: Any, seed: int, *, record_trace: bool = False) -> Outcome:
-        """Simulate one schedule and judge it."""
-
-    def schedule_events(self, schedule: Any) -> Sequence[Any]:
-        """The schedule's fault events, in order."""
-
-    def with_events(self, schedule: Any, events: Sequence[Any]) -> Any:
-        """The same schedule holding only ``events`` (a subsequence of its events)."""
-
-    def event_kind(self, event: Any) -> str:
-        """The fault kind of one event (one of :meth:`fault_kinds`)."""
-
-    def shorten(self, spec: Any, *, duration_s: float | None, workload_scale: float | None) -> Any:
-        """A spec with a shorter simulated duration and/or a workload scaled down (``None``
-        keeps it), used by shrinking after the fault events are minimal."""
-
-    def spec_to_data(self, spec: Any) -> Any:
-        """JSON-able data for ``spec``."""
-
-    def spec_from_data(self, data: Any) -> Any:
-        """Inverse of :meth:`spec_to_data`; raises ``ValueError`` on malformed data."""
-
-    def schedule_to_data(self, schedule: Any) -> Any:
-        """JSON-able data for ``schedule``."""
-
-    def schedule_from_data(self, data: Any) -> Any:
-        """Inverse of :meth:`schedule_to_data`; raises ``ValueError`` on malformed data."""
+BACKENDS: tuple[str, ...] = tuple(sorted(PROTOCOLS))
+"""The protocols a campaign can name without a ``backend`` reference (the registry's)."""
 
 
 _CACHE: dict[str, Backend] = {}
@@ -149,11 +53,14 @@ def load_backend(protocol: str, ref: str | None = None) -> Backend:
     what is allowed.
     """
     if ref is None:
-        if protocol not in BACKENDS:
+        if protocol not in PROTOCOLS:
             raise BackendError(
-                f"load_backend: unknown protocol {protocol!r}; allowed: {sorted(BACKENDS)}"
+                f"load_backend: unknown protocol {protocol!r}; allowed: {sorted(PROTOCOLS)}"
             )
-        ref = BACKENDS[protocol]
+        got = _CACHE.get(protocol)
+        if got is None:
+            got = _CACHE[protocol] = RunnerBackend(protocol)
+        return got
     cached = _CACHE.get(ref)
     if cached is not None:
         return cached

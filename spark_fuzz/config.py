@@ -33,7 +33,7 @@ from typing import Any, Final, final
 import attrs
 
 from gapless.impl.errors import GaplessError
-from gapless.spark_fuzz.backend import BackendError, load_backend
+from gapless.spark_fuzz.backend import BACKENDS, BackendError, load_backend
 
 __all__ = [
     "FAULT_PROFILES",
@@ -355,8 +355,6 @@ def check_against_backend(config: CampaignConfig, where: str = "campaign config"
 
 
 def _allowed_protocols() -> str:
-    from gapless.spark_fuzz.backend import BACKENDS
-
     return "one of " + ", ".join(sorted(BACKENDS)) + " (or set 'backend')"
 
 

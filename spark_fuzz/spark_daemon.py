@@ -16,7 +16,11 @@ import pyspark.daemon
 
 import gapless.spark_fuzz.execute  # noqa: F401  (loaded before workers fork)
 
-for _module in ("gapless.models.runner", "gapless.models.world", "gapless.spark_fuzz.gd_backend"):
+for _module in (
+    "gapless.models.runner",
+    "gapless.models.world",
+    "gapless.spark_fuzz.runner_backend",
+):
     with contextlib.suppress(ImportError):  # a missing optional part must not stop Spark
         importlib.import_module(_module)
 

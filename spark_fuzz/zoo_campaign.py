@@ -17,6 +17,8 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
+from gapless.models.protocols import protocol
+from gapless.spark_fuzz.backend import load_backend
 from gapless.spark_fuzz.campaign import run_campaign
 from gapless.spark_fuzz.config import CampaignConfig, load_config
 from gapless.spark_fuzz.store import read_rows
@@ -62,13 +64,23 @@ def suite_configs(overrides: Mapping[str, Any], path: str | None = None) -> list
     given = {k: v for k, v in overrides.items() if v is not None}
     if path is not None:
         return [load_config(path, given)]
+    if given.get("protocol", "gd") != "gd":
+        # another protocol's zoo: one swarm campaign on its default topology per topology
+        # its variants ask for
+        entry = protocol(str(given["protocol"]))
+        topologies = sorted(
+            {entry.default_topology}
+            | {v.topology for v in entry.variants.values() if v.topology is not None}
+        )
+        return [
+            load_config(None, {"topology": t, "faults": {"profile": "swarm"}, **given})
+            for t in topologies
+        ]
     return [load_config(None, {**entry, **given}) for entry in DEFAULT_SUITE]
 
 
 def zoo_bugs(config: CampaignConfig) -> list[str]:
     """Every variant of the configuration's backend except ``"none"``, sorted."""
-    from gapless.spark_fuzz.backend import load_backend
-
     backend = load_backend(config.protocol, config.backend)
     return sorted(v for v in backend.variants() if v != "none")
 

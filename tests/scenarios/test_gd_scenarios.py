@@ -11,7 +11,8 @@ import pytest
 from click.testing import CliRunner
 
 from gapless.cli.simulate_cmd import simulate
-from gapless.models.scenarios import SCENARIOS, run_scenario
+from gapless.models.gd_scenarios import SCENARIOS
+from gapless.models.runner import run_scenario
 
 KEYS = {
     "lost",

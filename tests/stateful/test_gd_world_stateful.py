@@ -16,10 +16,10 @@ from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule
 
 from gapless.models.faults import FaultEvent, derive_seed
+from gapless.models.run import Run
 from gapless.models.runner import RunSpec
 from gapless.models.topology import brokers, links, topology
 from gapless.models.workload import PublishEvent, WorkloadSpec
-from gapless.models.world import Run
 
 _S = 1_000_000
 HORIZON = 120 * _S  # publishing goes on until teardown heals everything

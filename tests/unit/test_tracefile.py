@@ -23,9 +23,9 @@ from gapless.invariants.tracefile import (
     write_trace,
 )
 from gapless.models.faults import FaultEvent, FaultSchedule
+from gapless.models.run import run_context, simulate
 from gapless.models.runner import RunSpec
 from gapless.models.workload import WorkloadSpec
-from gapless.models.world import run_context, simulate
 from gapless.spec.filters import reference_matcher
 
 S = 1_000_000

@@ -12,10 +12,10 @@ sys.path.insert(0, str(Path(__file__).parent))
 from _toy_binding import ToyBinding, true_only
 
 from gapless.models.faults import FaultEvent, FaultSchedule
+from gapless.models.run import simulate
 from gapless.models.runner import RunSpec
 from gapless.models.topology import topology
 from gapless.models.workload import WorkloadSpec
-from gapless.models.world import simulate
 
 DELIVERY = ("safety", "order", "logged_first", "gapless", "exactly_once", "no_e", "liveness")
 

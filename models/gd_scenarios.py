@@ -24,37 +24,20 @@ claims to them.
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import Any, Final, final
-
-import attrs
+from typing import Any, Final
 
 from gapless.impl.effects import deliveries
 from gapless.impl.trace import TraceRecord, percentile
-from gapless.models.faults import FaultEvent, FaultSchedule
-from gapless.models.runner import RunOutcome, RunSpec
+from gapless.models.faults import FaultEvent
+from gapless.models.gd_binding import logged_tick
+from gapless.models.registry import Scenario
+from gapless.models.runspec import RunOutcome, RunSpec
 from gapless.models.workload import WorkloadSpec
 
-__all__ = ["SCENARIOS", "Scenario", "metrics", "pass_marks", "run_scenario"]
+__all__ = ["SCENARIOS", "metrics", "pass_marks"]
 
 _S: Final = 1_000_000
 FIRST_FAULT_US: Final = 10 * _S
-
-
-@final
-@attrs.frozen(kw_only=True)
-class Scenario:
-    """A named experiment: a run spec, its fault events, and the broker it crashes."""
-
-    name: str
-    description: str
-    spec: RunSpec
-    events: tuple[FaultEvent, ...]
-    crashed: str | None = None
-
-    @property
-    def schedule(self) -> FaultSchedule:
-        return FaultSchedule(seed=0, events=self.events)
 
 
 def _spec(duration_s: int) -> RunSpec:
@@ -64,63 +47,6 @@ def _spec(duration_s: int) -> RunSpec:
         duration_us=duration_s * _S,
         drain_us=20 * _S,
     )
-
-
-SCENARIOS: Final[dict[str, Scenario]] = {
-    s.name: s
-    for s in (
-        Scenario(
-            name="gd-link-b1-s1",
-            description="link b1-s1 stalled 2.5 s, then failed for 10 s [GD §4.2, Figure 6]",
-            spec=_spec(40),
-            events=(
-                FaultEvent(
-                    kind="stall_link",
-                    at_us=FIRST_FAULT_US,
-                    stall_us=2_500_000,
-                    duration_us=10 * _S,
-                    target="b1|s1",
-                    stream=1,
-                ),
-            ),
-        ),
-        Scenario(
-            name="gd-crash-b1",
-            description="b1 stalled 2.5 s, then crashed, restarted 30 s later [GD §4.2, Figure 7]",
-            spec=_spec(60),
-            events=(
-                FaultEvent(
-                    kind="stall_broker",
-                    at_us=FIRST_FAULT_US,
-                    stall_us=2_500_000,
-                    duration_us=30 * _S,
-                    target="b1",
-                    stream=1,
-                ),
-            ),
-            crashed="b1",
-        ),
-        Scenario(
-            name="gd-crash-p1",
-            description=(
-                "p1 stalled 2.5 s (logging, not sending), then crashed, restarted 20 s later "
-                "[GD §4.2, Figure 8]"
-            ),
-            spec=_spec(50),
-            events=(
-                FaultEvent(
-                    kind="stall_broker",
-                    at_us=FIRST_FAULT_US,
-                    stall_us=2_500_000,
-                    duration_us=20 * _S,
-                    target="p1",
-                    stream=1,
-                ),
-            ),
-            crashed="p1",
-        ),
-    )
-}
 
 
 def _ms(us: int | None) -> float | None:
@@ -160,8 +86,6 @@ def metrics(scenario: Scenario, outcome: RunOutcome, brokers: tuple[str, ...]) -
     nack_times: list[int] = []
     ack_expected = 0
     lat: list[tuple[int, int]] = []  # (publish time, latency)
-    from gapless.models.gd_binding import logged_tick
-
     for r in trace:
         k = r.kind
         if k == "publish":
@@ -279,22 +203,62 @@ def pass_marks(name: str, m: dict[str, Any]) -> dict[str, bool]:
     return marks
 
 
-def run_scenario(name: str) -> tuple[Scenario, RunOutcome, dict[str, Any]]:
-    """Run scenario ``name`` with its trace recorded; returns it, the outcome and metrics."""
-    from gapless.impl.errors import ProtocolMisuse
-    from gapless.models.topology import brokers, topology
-    from gapless.models.world import simulate
-
-    sc = SCENARIOS.get(name)
-    if sc is None:
-        raise ProtocolMisuse(
-            f"run_scenario: scenario {name!r} is unknown; allowed: {', '.join(sorted(SCENARIOS))}"
-        )
-    outcome = simulate(sc.spec, sc.schedule, 0, record_trace=True)
-    m = metrics(sc, outcome, brokers(topology(sc.spec.topology)))
-    m["pass_marks"] = pass_marks(name, m)
-    m["pass"] = all(m["pass_marks"].values())
-    return sc, outcome, m
+def _scenario(**fields: Any) -> Scenario:
+    return Scenario(protocol="gd", figures=metrics, pass_marks=pass_marks, **fields)
 
 
-PlotFn = Callable[[Scenario, RunOutcome, str], None]
+SCENARIOS: Final[dict[str, Scenario]] = {
+    s.name: s
+    for s in (
+        _scenario(
+            name="gd-link-b1-s1",
+            description="link b1-s1 stalled 2.5 s, then failed for 10 s [GD §4.2, Figure 6]",
+            spec=_spec(40),
+            events=(
+                FaultEvent(
+                    kind="stall_link",
+                    at_us=FIRST_FAULT_US,
+                    stall_us=2_500_000,
+                    duration_us=10 * _S,
+                    target="b1|s1",
+                    stream=1,
+                ),
+            ),
+        ),
+        _scenario(
+            name="gd-crash-b1",
+            description="b1 stalled 2.5 s, then crashed, restarted 30 s later [GD §4.2, Figure 7]",
+            spec=_spec(60),
+            events=(
+                FaultEvent(
+                    kind="stall_broker",
+                    at_us=FIRST_FAULT_US,
+                    stall_us=2_500_000,
+                    duration_us=30 * _S,
+                    target="b1",
+                    stream=1,
+                ),
+            ),
+            crashed="b1",
+        ),
+        _scenario(
+            name="gd-crash-p1",
+            description=(
+                "p1 stalled 2.5 s (logging, not sending), then crashed, restarted 20 s later "
+                "[GD §4.2, Figure 8]"
+            ),
+            spec=_spec(50),
+            events=(
+                FaultEvent(
+                    kind="stall_broker",
+                    at_us=FIRST_FAULT_US,
+                    stall_us=2_500_000,
+                    duration_us=20 * _S,
+                    target="p1",
+                    stream=1,
+                ),
+            ),
+            crashed="p1",
+        ),
+    )
+}

@@ -1,10 +1,13 @@
-"""The guaranteed-delivery backend: campaigns over ``gapless.models.runner`` [GD §2–4].
+"""The backend of every registered protocol: campaigns over ``gapless.models.runner``.
 
-Maps a campaign configuration to a :class:`~gapless.models.runner.RunSpec`:
+:class:`RunnerBackend` (``RunnerBackend("gd")`` for guaranteed delivery [GD §2–4]) reads what
+it offers from the protocol's registry entry (:mod:`gapless.models.protocols`): topologies,
+variants, fault kinds, invariants. It maps a campaign configuration to a
+:class:`~gapless.models.runspec.RunSpec`:
 
-* ``topology`` -> ``RunSpec.topology`` (``gapless.models.topology.TOPOLOGIES``: GD Figure 3,
+* ``topology`` -> ``RunSpec.topology`` (one of the protocol's topologies; for GD: Figure 3,
   the total-order merge graph of Figure 1, the two-broker graph of §4.1);
-* ``variant`` -> ``RunSpec.variant`` (``"none"`` or a bug of ``gapless.spark_fuzz.zoo.ZOO``);
+* ``variant`` -> ``RunSpec.variant`` (``"none"`` or a planted bug the protocol declares);
 * ``[workload]`` -> :class:`~gapless.models.workload.WorkloadSpec` fields, plus the run
   parameters ``drain_s`` (quiet time after the faults before liveness is judged),
   ``max_events`` (a deterministic event budget: exceeding it is verdict ``timeout``) and
@@ -26,9 +29,24 @@ from typing import Any, Final, final
 import attrs
 
 from gapless.impl.errors import GaplessError
-from gapless.spark_fuzz.backend import Outcome
+from gapless.invariants.tracefile import write_trace
+from gapless.models.faults import DEFAULT_RATES, FaultProfile, from_json, unstructure
+from gapless.models.protocols import protocol
+from gapless.models.run import run_context, validate_spec
+from gapless.models.runner import (
+    RunSpec,
+    clip_schedule,
+    generate_schedule,
+    run,
+    spec_from_dict,
+    spec_to_dict,
+    with_duration,
+    with_max_messages,
+)
+from gapless.models.workload import WorkloadSpec
+from gapless.spark_fuzz.outcome import Outcome
 
-__all__ = ["GDBackend"]
+__all__ = ["RunnerBackend"]
 
 _RUN_KEYS: Final = {
     "drain_s": "simulated seconds of quiet after the faults: a number >= 0 (default 15)",
@@ -93,38 +111,28 @@ def _detail(detail: Any) -> str:
 
 
 @final
-class GDBackend:
-    """The :class:`~gapless.spark_fuzz.backend.Backend` of protocol ``gd``."""
+class RunnerBackend:
+    """The :class:`~gapless.spark_fuzz.backend.Backend` of a registered protocol."""
+
+    def __init__(self, protocol_name: str = "gd") -> None:
+        self.entry = protocol(protocol_name)
 
     def topologies(self) -> Sequence[str]:
-        from gapless.models.topology import TOPOLOGIES
-
-        return tuple(sorted(TOPOLOGIES))
+        return tuple(sorted(self.entry.topologies))
 
     def variants(self) -> Sequence[str]:
-        try:
-            from gapless.spark_fuzz.zoo import ZOO  # type: ignore[import-not-found,unused-ignore]
-        except ImportError:
-            return ("none",)
-        return ("none", *sorted(ZOO))
+        return self.entry.variant_names()
 
     def fault_kinds(self) -> Sequence[str]:
-        from gapless.models.faults import FAULT_KINDS
-
-        return tuple(FAULT_KINDS)
+        return self.entry.fault_kinds
 
     def invariants(self) -> Sequence[str]:
-        from gapless.invariants import INVARIANTS
-
-        return tuple(INVARIANTS)
+        return self.entry.invariants
 
     def workload_keys(self) -> Mapping[str, str]:
         return {**_WORKLOAD_KEYS, **_RUN_KEYS}
 
     def make_spec(self, config: Any) -> Any:
-        from gapless.models.faults import DEFAULT_RATES, FaultProfile
-        from gapless.models.runner import RunSpec
-        from gapless.models.workload import WorkloadSpec
 
         wl = dict(config.workload)
         run_args: dict[str, Any] = {}
@@ -160,7 +168,7 @@ class GDBackend:
             faults = FaultProfile(
                 rates=tuple(sorted(rates.items())), swarm=config.fault_profile == "swarm"
             )
-            return RunSpec(
+            spec = RunSpec(
                 protocol=config.protocol,
                 variant=config.variant,
                 topology=config.topology,
@@ -170,16 +178,16 @@ class GDBackend:
                 invariants=tuple(config.invariants),
                 **run_args,
             )
+            validate_spec(spec)
+            return spec
         except (GaplessError, TypeError) as exc:
             raise ValueError(f"the run spec is not allowed: {exc}") from exc
 
     def generate_schedule(self, spec: Any, seed: int) -> Any:
-        from gapless.models.runner import generate_schedule
 
         return generate_schedule(spec, seed)
 
     def run(self, spec: Any, schedule: Any, seed: int, *, record_trace: bool = False) -> Outcome:
-        from gapless.models.runner import clip_schedule, run
 
         outcome = run(
             spec, clip_schedule(schedule, spec.duration_us), seed, record_trace=record_trace
@@ -214,9 +222,6 @@ class GDBackend:
     def write_trace(self, spec: Any, schedule: Any, seed: int, path: str) -> int:
         """Re-run ``(spec, schedule, seed)`` and write its observable trace to ``path`` (format
         ``gapless-trace``, for ``gapless check``); returns the number of records."""
-        from gapless.invariants.tracefile import write_trace
-        from gapless.models.runner import clip_schedule, run
-        from gapless.models.world import run_context
 
         outcome = run(spec, clip_schedule(schedule, spec.duration_us), seed, record_trace=True)
         return write_trace(
@@ -243,7 +248,6 @@ class GDBackend:
         return str(event.kind)
 
     def shorten(self, spec: Any, *, duration_s: float | None, workload_scale: float | None) -> Any:
-        from gapless.models.runner import with_duration, with_max_messages
 
         if duration_s is not None:
             spec = with_duration(spec, max(1, round(duration_s * 1_000_000)))
@@ -255,12 +259,10 @@ class GDBackend:
         return spec
 
     def spec_to_data(self, spec: Any) -> Any:
-        from gapless.models.runner import spec_to_dict
 
         return spec_to_dict(spec)
 
     def spec_from_data(self, data: Any) -> Any:
-        from gapless.models.runner import spec_from_dict
 
         if not isinstance(data, dict):
             raise ValueError(f"spec: expected an object, got {type(data).__name__}")
@@ -270,13 +272,10 @@ class GDBackend:
             raise ValueError(str(exc)) from exc
 
     def schedule_to_data(self, schedule: Any) -> Any:
-        from gapless.models.faults import unstructure
 
         return unstructure(schedule)
 
     def schedule_from_data(self, data: Any) -> Any:
-        from gapless.models.faults import from_json
-
         try:
             return from_json(json.dumps(data))
         except GaplessError as exc:
