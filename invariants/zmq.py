@@ -34,19 +34,21 @@ anywhere; messages published after it are judged.
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Iterable, Sequence
-from typing import Any
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from typing import Any, Final, final
+
+import attrs
 
 from gapless.impl.effects import Deliver
-from gapless.impl.trace import TraceRecord
+from gapless.impl.inputs import Connect, Disconnect
+from gapless.impl.trace import Fault, Published, TraceRecord
 from gapless.impl.zmq.aggregation import aggregate, minimal_cover
-from gapless.impl.zmq.messages import PREFIX
+from gapless.impl.zmq.messages import PREFIX, ZmqWire
 from gapless.impl.zmq.records import (
     AppChange,
     LinkEvent,
     Posted,
     WireReceived,
-    WireSent,
     ZmqTopology,
 )
 from gapless.impl.zmq.sub import sub_matches
@@ -54,11 +56,16 @@ from gapless.invariants.violation import Violation
 
 __all__ = [
     "INVARIANTS",
+    "NAMES",
+    "SAFETY",
     "Completeness",
     "Ledger",
     "MinimalTraffic",
     "NoUnsubscribedDelivery",
     "SubscriptionConsistency",
+    "WorldReader",
+    "ZmqCheckContext",
+    "ZmqChecker",
     "check",
 ]
 
@@ -68,10 +75,12 @@ Key = tuple[str, bytes]
 class Ledger:
     """What the records say so far (shared reading of a trace by every plug-in)."""
 
-    def __init__(self, topology: ZmqTopology) -> None:
+    def __init__(self, topology: ZmqTopology, up: Iterable[tuple[str, str]] = ()) -> None:
         self.topology = topology
         self.subs: dict[str, Counter[Key]] = {s: Counter() for s in topology.subscribers}
         self.live: dict[tuple[str, str], bool] = {(e.up, e.down): False for e in topology.edges}
+        for edge in up:  # edges that are up before the first record
+            self.live[edge] = True
         self.held: dict[tuple[str, str], set[Key]] = {k: set() for k in self.live}
         self.churn_at = -1
         self.sub_arrival_at = -1
@@ -99,21 +108,29 @@ class Ledger:
             self.churn_at = r.time
         elif r.kind == "publish" and isinstance(d, Posted):
             self.posts.append((r.time, r.node, d.seq, d.payload))
-        elif r.kind == "send" and isinstance(d, WireSent) and d.wire.kind == "data":
+        elif r.kind == "send" and isinstance(getattr(d, "wire", None), ZmqWire):
             w = d.wire
-            self.data_sends.append((r.time, r.node, d.to, w.origin, w.seq, w.payload))
+            if w.kind == "data":
+                self.data_sends.append((r.time, r.node, d.to, w.origin, w.seq, w.payload))
+            elif self.margin_us is not None:  # a world trace records sends, not arrivals
+                self._subscription_arrived(r.time + self.margin_us, d.to, r.node, w)
         elif r.kind == "receive" and isinstance(d, WireReceived) and d.wire.kind != "data":
-            self._subscription_arrived(r.time, r.node, d)
+            self._subscription_arrived(r.time, r.node, d.sender, d.wire)
         elif r.kind == "deliver" and isinstance(d, Deliver):
             self.delivers.append(r)
 
-    def _subscription_arrived(self, time: int, node: str, d: WireReceived) -> None:
-        self.sub_arrival_at = time
-        held = self.held.get((node, d.sender))
+    margin_us: int | None = None
+    """Set for traces that record sends but not arrivals (the simulated world's): a
+    subscription message is taken to arrive this long after it is sent (the link's delay
+    plus jitter); a message lost with its link belongs to a lifetime that ended."""
+
+    def _subscription_arrived(self, time: int, node: str, sender: str, wire: ZmqWire) -> None:
+        self.sub_arrival_at = max(self.sub_arrival_at, time)
+        held = self.held.get((node, sender))
         if held is None:
             return
-        key = (d.wire.match, d.wire.topic)
-        if d.wire.kind == "subscribe":
+        key = (wire.match, wire.topic)
+        if wire.kind == "subscribe":
             held.add(key)
         else:
             held.discard(key)
@@ -166,12 +183,15 @@ class Ledger:
 class _Plugin:
     names: tuple[str, ...] = ()
 
-    def __init__(self, topology: ZmqTopology) -> None:
-        self.ledger = Ledger(topology)
+    def __init__(self, topology: ZmqTopology, ledger: Ledger | None = None) -> None:
+        """A plug-in over its own ledger, or over a shared one that its owner feeds."""
+        self.own = ledger is None
+        self.ledger = Ledger(topology) if ledger is None else ledger
         self.violations: list[Violation] = []
 
     def observe(self, r: TraceRecord) -> bool:
-        self.ledger.observe(r)
+        if self.own:
+            self.ledger.observe(r)
         return False
 
     def finish(self) -> bool:
@@ -195,15 +215,17 @@ class NoUnsubscribedDelivery(_Plugin):
     names = ("no_unsubscribed_delivery",)
 
     def observe(self, r: TraceRecord) -> bool:
-        self.ledger.observe(r)
+        super().observe(r)
         d = r.detail
         topo = self.ledger.topology
-        if r.kind != "deliver" or not isinstance(d, Deliver) or r.node in topo.unfiltered:
+        if r.kind != "deliver" or not isinstance(d, Deliver) or d.subscriber in topo.unfiltered:
             return False
-        live = self.ledger.subs.get(r.node, Counter())
+        live = self.ledger.subs.get(d.subscriber, Counter())
         if any(sub_matches(k, t, d.payload) for k, t in live):
             return False
-        self._flag(r.node, f"delivered {d.payload!r} matching no live subscription", r.time, [r])
+        self._flag(
+            d.subscriber, f"delivered {d.payload!r} matching no live subscription", r.time, [r]
+        )
         return True
 
 
@@ -214,10 +236,9 @@ class Completeness(_Plugin):
 
     def finish(self) -> bool:
         led = self.ledger
-        got = Counter((r.node, r.detail.pubend, r.detail.tick) for r in led.delivers)
-        per_conn = Counter(
-            (r.node, r.detail.pubend, r.detail.tick, r.detail.connection) for r in led.delivers
-        )
+        ds = [r.detail for r in led.delivers]
+        got = Counter((d.subscriber, d.pubend, d.tick) for d in ds)
+        per_conn = Counter((d.subscriber, d.pubend, d.tick, d.connection) for d in ds)
         for (node, origin, seq, _conn), n in sorted(per_conn.items()):
             if n > 1 and seq > 0:
                 self._flag(node, f"{origin}#{seq} delivered {n} times on one connection", 0)
@@ -239,8 +260,8 @@ class MinimalTraffic(_Plugin):
 
     names = ("minimal_traffic",)
 
-    def __init__(self, topology: ZmqTopology) -> None:
-        super().__init__(topology)
+    def __init__(self, topology: ZmqTopology, ledger: Ledger | None = None) -> None:
+        super().__init__(topology, ledger)
         self.excess = 0
 
     def finish(self) -> bool:
@@ -277,6 +298,8 @@ class SubscriptionConsistency(_Plugin):
                 continue
             if topo.observed is not None and e.up not in topo.observed:
                 continue
+            if topo.hosted and e.down in topo.subscribers:
+                continue
             held = led.held[(e.up, e.down)]
             expected = led.expected_below(e.down)
             if _same(held, expected, topo.subsumption):
@@ -308,6 +331,10 @@ INVARIANTS: tuple[type[_Plugin], ...] = (
     SubscriptionConsistency,
     NoUnsubscribedDelivery,
 )
+NAMES: Final = tuple(p.names[0] for p in INVARIANTS)
+SAFETY: Final = ("no_unsubscribed_delivery",)
+"""The invariant that holds at every moment, whatever the faults (the others are judged
+after settling)."""
 
 
 def check(
@@ -315,8 +342,10 @@ def check(
 ) -> list[Violation]:
     """Run the invariants (all, or those named) over ``records``; their violations."""
     wanted = set(names) if names is not None else None
-    plugins = [p(topology) for p in INVARIANTS if wanted is None or p.names[0] in wanted]
+    ledger = Ledger(topology)
+    plugins = [p(topology, ledger) for p in INVARIANTS if wanted is None or p.names[0] in wanted]
     for r in records:
+        ledger.observe(r)
         for p in plugins:
             p.observe(r)
     out: list[Violation] = []
@@ -324,3 +353,112 @@ def check(
         p.finish()
         out.extend(p.violations)
     return out
+
+
+# --------------------------------------------------------------------------------------------
+# the simulated world's generic trace (gapless.models.world), read for the ledger
+# --------------------------------------------------------------------------------------------
+
+
+@final
+@attrs.frozen(kw_only=True)
+class ZmqCheckContext:
+    """What the invariants know of a world run besides its records: the ``topology``
+    (oriented graph edges, then each hosted subscriber's edge from its device), each
+    subscriber's ``prefixes``, how a message's attributes become its payload
+    (``payload_of``), the graph edges up at boot and the arrival ``margin_us``."""
+
+    topology: ZmqTopology
+    prefixes: Mapping[str, bytes]
+    payload_of: Callable[[Mapping[str, Any]], bytes]
+    graph_edges: tuple[tuple[str, str], ...]
+    margin_us: int
+
+
+class WorldReader:
+    """Turns the world's records into the ledger's: a publish into :class:`Posted` (the
+    ``index``-th message of a pubend is its ``index + 1``-th), a subscriber's connect and
+    disconnect into its link and its subscription coming and going, a crash or a link
+    failure into the link changes it makes."""
+
+    def __init__(self, ctx: ZmqCheckContext) -> None:
+        self.ctx = ctx
+        self.down: set[str] = set()
+        self.failed: Counter[frozenset[str]] = Counter()
+
+    def _live(self, edge: tuple[str, str]) -> bool:
+        return not (set(edge) & self.down) and not self.failed[frozenset(edge)]
+
+    def translate(self, r: TraceRecord) -> list[TraceRecord]:
+        d = r.detail
+        if r.kind == "publish" and isinstance(d, Published):
+            payload = self.ctx.payload_of(d.attributes)
+            return [_rec(r, d.pubend, "publish", Posted(seq=d.index + 1, payload=payload))]
+        if r.kind in ("connect", "disconnect") and isinstance(d, Connect | Disconnect):
+            up = isinstance(d, Connect)
+            link = _rec(r, r.node, "link", LinkEvent(up_node=r.node, down_node=d.subscriber, up=up))
+            change = AppChange(subscribe=up, topic=self.ctx.prefixes[d.subscriber])
+            sub = _rec(r, d.subscriber, "subscribe", change)
+            return [link, sub] if up else [sub, link]
+        if r.kind == "fault" and isinstance(d, Fault):
+            return [r, *self._fault(r, d)]
+        return [r]
+
+    def _fault(self, r: TraceRecord, f: Fault) -> list[TraceRecord]:
+        before = {e: self._live(e) for e in self.ctx.graph_edges}
+        start = f.phase == "start"
+        if f.kind == "crash":
+            (self.down.add if start else self.down.discard)(f.target)
+        elif f.kind == "link_fail":
+            self.failed[frozenset(f.target.split("|"))] += 1 if start else -1
+        out = []
+        for e, was in before.items():
+            now = self._live(e)
+            if now != was:
+                out.append(_rec(r, e[0], "link", LinkEvent(up_node=e[0], down_node=e[1], up=now)))
+        return out
+
+
+def _rec(r: TraceRecord, node: str, kind: str, detail: Any) -> TraceRecord:
+    return TraceRecord(seq=r.seq, time=r.time, node=node, kind=kind, detail=detail)
+
+
+class ZmqChecker:
+    """The registry's checker for a world run: ``observe(record) -> bool`` (True: stop, a
+    violation), ``finish(end)``, ``violation``, ``publish_time``, ``restrict``."""
+
+    def __init__(self, ctx: ZmqCheckContext, names: Iterable[str] = ()) -> None:
+        chosen = set(names) or set(NAMES)
+        self.reader = WorldReader(ctx)
+        self.ledger = Ledger(ctx.topology, up=ctx.graph_edges)
+        self.ledger.margin_us = ctx.margin_us
+        self.plugins = [p(ctx.topology, self.ledger) for p in INVARIANTS if p.names[0] in chosen]
+        self.violation: Violation | None = None
+        self._published: dict[tuple[str, int], int] = {}
+
+    def restrict(self, names: Iterable[str]) -> None:
+        """Judge only ``names`` from now on."""
+        keep = set(names)
+        self.plugins = [p for p in self.plugins if p.names[0] in keep]
+
+    def observe(self, record: TraceRecord) -> bool:
+        for r in self.reader.translate(record):
+            self.ledger.observe(r)
+            if r.kind == "publish" and isinstance(r.detail, Posted):
+                self._published[(r.node, r.detail.seq)] = r.time
+            for p in self.plugins:
+                if p.observe(r) and self.violation is None:
+                    self.violation = p.violations[0]
+        return self.violation is not None
+
+    def finish(self, end: TraceRecord) -> Violation | None:
+        """Judge what is judged at the end; the first violation, if any."""
+        if self.violation is None:
+            for p in self.plugins:
+                if p.finish() and self.violation is None:
+                    self.violation = p.violations[0]
+        return self.violation
+
+    def publish_time(self, pubend: str, tick: int) -> int | None:
+        """When ``pubend`` published its ``tick``-th message (for latency counters)."""
+        return self._published.get((pubend, tick))

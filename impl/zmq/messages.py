@@ -119,9 +119,11 @@ class Unsubscribe:
 @final
 @attrs.frozen(kw_only=True)
 class Post:
-    """The application of a PUB or XPUB publishes ``payload``."""
+    """The application of a PUB or XPUB publishes ``payload`` (as its ``seq``-th message
+    when given, e.g. by a workload that numbers messages across restarts; else the next)."""
 
     payload: bytes
+    seq: int | None = None
 
 
 @final

@@ -51,7 +51,7 @@ def _notes(state: PubState, peer: str, notes: tuple[Subscription, ...]) -> tuple
 
 def on_post(state: PubState, inp: Post, now: int) -> tuple[PubState, tuple[ZmqEffect, ...]]:
     """Publish ``inp.payload`` to every peer that holds a matching prefix."""
-    seq = state.seq + 1
+    seq = state.seq + 1 if inp.seq is None else inp.seq
     msg = Data(origin=state.name, seq=seq, payload=inp.payload)
     sends = tuple(Send(to=p, msg=msg) for p in xpub.route(state.half, msg))
     return attrs.evolve(state, seq=seq), sends

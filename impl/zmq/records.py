@@ -61,7 +61,8 @@ class ZmqTopology:
     which do not filter, also in ``unfiltered``), ``publishers``, ``devices``; and the
     devices' policy: ``subsumption`` and ``fallback_limit``. ``observed`` names the nodes
     whose arriving subscription messages the trace records (None: every node; a trace of
-    real libzmq sees only its publisher's)."""
+    real libzmq sees only its publisher's); ``hosted`` says subscribers live inside the
+    device they connect to, so what they send it is on no wire and is not judged."""
 
     edges: tuple[Edge, ...]
     subscribers: tuple[str, ...]
@@ -69,6 +70,7 @@ class ZmqTopology:
     devices: tuple[str, ...] = ()
     unfiltered: tuple[str, ...] = ()
     observed: tuple[str, ...] | None = None
+    hosted: bool = False
     subsumption: bool = False
     fallback_limit: int | None = None
 

@@ -1,8 +1,8 @@
 """The ZeroMQ forwarding bug zoo: planted bugs declared as policy values.
 
 Each :class:`~gapless.impl.variants.Variant` replaces one rule of :data:`PAPER_POLICY` and
-names the invariants (``gapless.invariants.zmq``) expected to catch it and the faults it
-needs ("disconnect": a peer goes away; "reconnect": it comes back).
+names the invariants (``gapless.invariants.zmq``) expected to catch it and the fault kinds
+it needs ("disconnect": a subscriber goes away and comes back).
 """
 
 from __future__ import annotations
@@ -44,7 +44,7 @@ VARIANTS: Final[dict[str, Variant]] = {
             name="no-resubscribe-on-reconnect",
             policy=_bug(resubscribe_on_reconnect=False),
             caught_by=("subscription_consistency", "completeness"),
-            needs=("disconnect", "reconnect"),
+            needs=("disconnect",),
             summary="A reconnecting SUB/XSUB does not resend its subscriptions, so the "
             'upstream routing table is never renewed [ZMQ "Disconnections and Reconnections"].',
         ),
