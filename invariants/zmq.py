@@ -364,12 +364,13 @@ def check(
 @attrs.frozen(kw_only=True)
 class ZmqCheckContext:
     """What the invariants know of a world run besides its records: the ``topology``
-    (oriented graph edges, then each hosted subscriber's edge from its device), each
-    subscriber's ``prefixes``, how a message's attributes become its payload
-    (``payload_of``), the graph edges up at boot and the arrival ``margin_us``."""
+    (oriented graph edges, then each hosted subscriber's edge from its device), the prefix
+    a subscriber holds on its n-th connection (``prefix_of``), how a message's attributes
+    become its payload (``payload_of``), the graph edges up at boot and the arrival
+    ``margin_us``."""
 
     topology: ZmqTopology
-    prefixes: Mapping[str, bytes]
+    prefix_of: Callable[[str, int], bytes]
     payload_of: Callable[[Mapping[str, Any]], bytes]
     graph_edges: tuple[tuple[str, str], ...]
     margin_us: int
@@ -385,6 +386,7 @@ class WorldReader:
         self.ctx = ctx
         self.down: set[str] = set()
         self.failed: Counter[frozenset[str]] = Counter()
+        self.connection: dict[str, int] = {}
 
     def _live(self, edge: tuple[str, str]) -> bool:
         return not (set(edge) & self.down) and not self.failed[frozenset(edge)]
@@ -396,8 +398,11 @@ class WorldReader:
             return [_rec(r, d.pubend, "publish", Posted(seq=d.index + 1, payload=payload))]
         if r.kind in ("connect", "disconnect") and isinstance(d, Connect | Disconnect):
             up = isinstance(d, Connect)
+            if isinstance(d, Connect):
+                self.connection[d.subscriber] = d.connection
+            prefix = self.ctx.prefix_of(d.subscriber, self.connection.get(d.subscriber, 0))
             link = _rec(r, r.node, "link", LinkEvent(up_node=r.node, down_node=d.subscriber, up=up))
-            change = AppChange(subscribe=up, topic=self.ctx.prefixes[d.subscriber])
+            change = AppChange(subscribe=up, topic=prefix)
             sub = _rec(r, d.subscriber, "subscribe", change)
             return [link, sub] if up else [sub, link]
         if r.kind == "fault" and isinstance(d, Fault):

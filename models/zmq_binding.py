@@ -10,9 +10,10 @@ A subscriber of the workload is a SUB socket *hosted* by the device it connects 
 to each other at once (a connection on the same machine), so only messages between brokers
 cross the world's links.
 
-* ``Connect(subscriber)`` is the SUB connecting: it subscribes to its prefix
-  (:func:`prefix_of`: a deterministic choice among :data:`PREFIXES` by name, so 100
-  subscribers hold "random" prefixes), then the device sees it connect and it resends;
+* ``Connect(subscriber, connection)`` is the SUB connecting: it subscribes to its prefix
+  (:func:`prefix_of`: a deterministic choice among :data:`PREFIXES` by name and connection
+  number, so 100 subscribers hold "random" prefixes and a reconnecting one changes its
+  subscription), then the device sees it connect and it resends;
   ``Disconnect`` is the SUB going away (its subscription removed as if unsubscribed).
 * ``Publish(pubend, attributes)`` becomes ``Post(payload, seq=index + 1)`` with the payload
   :func:`payload_of` the attributes (``b"NY3:17"``: location, priority, index), so
@@ -75,9 +76,12 @@ PREFIXES: Final = (
 """The prefixes subscribers pick from: everything, a location, a location and priority."""
 
 
-def prefix_of(subscriber: str) -> bytes:
-    """The prefix subscriber ``subscriber`` subscribes to (deterministic, spread evenly)."""
-    h = int.from_bytes(hashlib.sha256(subscriber.encode()).digest()[:8], "big")
+def prefix_of(subscriber: str, connection: int) -> bytes:
+    """The prefix ``subscriber`` subscribes to on its ``connection``-th connection
+    (deterministic, spread evenly; a reconnecting subscriber changes its mind, which is the
+    subscribe/unsubscribe churn of a run)."""
+    key = f"{subscriber}#{connection}".encode()
+    h = int.from_bytes(hashlib.sha256(key).digest()[:8], "big")
     return PREFIXES[h % len(PREFIXES)]
 
 
@@ -175,7 +179,6 @@ class ZmqBinding:
         self.status_period_us = 0
         self.min_repetition_us = 0
         self.margin_us = 0
-        self.prefixes = {s.name: prefix_of(s.name) for s in workload.subscriptions}
         self.edges = tree_edges(graph)
 
     def _role(self, name: str) -> NodeState:
@@ -223,7 +226,7 @@ class ZmqBinding:
 
     def _connect(self, state: HostState, inp: Connect) -> HostState:
         sub = SubState(name=inp.subscriber, upstream=(state.name,), policy=self.policy)
-        sub, _ = handle(sub, Subscribe(topic=self.prefixes[inp.subscriber]), 0)
+        sub, _ = handle(sub, Subscribe(topic=prefix_of(inp.subscriber, inp.connection)), 0)
         assert isinstance(sub, SubState)
         return attrs.evolve(
             state,
@@ -318,7 +321,7 @@ def check_context(
     )
     return ZmqCheckContext(
         topology=topo,
-        prefixes=dict(binding.prefixes),
+        prefix_of=prefix_of,
         payload_of=payload_of,
         graph_edges=edges,
         margin_us=binding.margin_us,
