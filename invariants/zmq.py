@@ -67,6 +67,7 @@ __all__ = [
     "ZmqCheckContext",
     "ZmqChecker",
     "check",
+    "check_ledger",
 ]
 
 Key = tuple[str, bytes]
@@ -341,8 +342,16 @@ def check(
     topology: ZmqTopology, records: Sequence[TraceRecord], names: Iterable[str] | None = None
 ) -> list[Violation]:
     """Run the invariants (all, or those named) over ``records``; their violations."""
+    return check_ledger(Ledger(topology), records, names)
+
+
+def check_ledger(
+    ledger: Ledger, records: Sequence[TraceRecord], names: Iterable[str] | None = None
+) -> list[Violation]:
+    """Run the invariants (all, or those named) over ``records`` read into ``ledger`` (a
+    fresh one, set up for the trace: edges up at its start, arrival margin)."""
     wanted = set(names) if names is not None else None
-    ledger = Ledger(topology)
+    topology = ledger.topology
     plugins = [p(topology, ledger) for p in INVARIANTS if wanted is None or p.names[0] in wanted]
     for r in records:
         ledger.observe(r)

@@ -22,6 +22,7 @@ devices holds upstream, top first), ``excess_messages`` (0 without the fallback)
 from __future__ import annotations
 
 import itertools
+import os
 from typing import Any, Final
 
 from gapless.impl.zmq.messages import ZmqWire
@@ -35,15 +36,17 @@ from gapless.invariants.zmq import (
     MinimalTraffic,
     SubscriptionConsistency,
     WorldReader,
+    ZmqCheckContext,
     ZmqChecker,
 )
+from gapless.invariants.zmq_tracefile import write_zmq_trace
 from gapless.models.faults import FaultEvent
 from gapless.models.registry import ProtocolEntry, Scenario
 from gapless.models.runspec import RunOutcome, RunSpec
 from gapless.models.workload import WorkloadSpec, generate_workload
 from gapless.models.zmq_binding import TOPOLOGIES, ZmqConfig, check_context, make_binding
 
-__all__ = ["ENTRY", "SCENARIOS", "tree_figures"]
+__all__ = ["ENTRY", "SCENARIOS", "tree_figures", "write_world_trace"]
 
 _S: Final = 1_000_000
 FAULT_KINDS: Final = ("crash", "link_fail", "disconnect")
@@ -84,14 +87,30 @@ def _no_filters(text: str, attributes: Any) -> bool:
     return True  # prefixes, not content filters, select here
 
 
+def _context(scenario: Scenario) -> ZmqCheckContext:
+    spec = scenario.spec
+    graph = TOPOLOGIES[spec.topology]()
+    workload = generate_workload(spec.workload, graph, duration_us=spec.duration_us, seed=0)
+    return check_context(graph, workload, make_binding(spec, graph, workload), _no_filters)
+
+
+def write_world_trace(path: str | os.PathLike[str], scenario: Scenario, outcome: RunOutcome) -> int:
+    """Write a scenario run's trace as a ZeroMQ ``gapless-trace`` file (the world's records
+    read as the invariants read them); ``gapless check`` judges it."""
+    ctx = _context(scenario)
+    reader = WorldReader(ctx)
+    records = [r for record in outcome.trace or () for r in reader.translate(record)]
+    meta = {"scenario": scenario.name, "seed": 0, "trace_digest": outcome.trace_digest}
+    return write_zmq_trace(
+        path, ctx.topology, records, up=ctx.graph_edges, margin_us=ctx.margin_us, meta=meta
+    )
+
+
 def tree_figures(
     scenario: Scenario, outcome: RunOutcome, brokers: tuple[str, ...]
 ) -> dict[str, Any]:
     """The figures of a ``zmq-tree`` run, from its recorded trace alone."""
-    spec = scenario.spec
-    graph = TOPOLOGIES[spec.topology]()
-    workload = generate_workload(spec.workload, graph, duration_us=spec.duration_us, seed=0)
-    ctx = check_context(graph, workload, make_binding(spec, graph, workload), _no_filters)
+    ctx = _context(scenario)
     reader = WorldReader(ctx)
     ledger = Ledger(ctx.topology, up=ctx.graph_edges)
     ledger.margin_us = ctx.margin_us

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import time
 from collections import Counter
+from pathlib import Path
 from typing import Any
 
 import zmq
@@ -42,6 +43,8 @@ from gapless.impl.zmq.records import (
     WireReceived,
     ZmqTopology,
 )
+from gapless.invariants.violation import Violation
+from gapless.invariants.zmq_tracefile import check_zmq_trace_file, write_zmq_trace
 from gapless.models.zmq_net import ZmqNet, build_states
 
 TIMEOUT_S = 3.0
@@ -374,3 +377,11 @@ class Rig:
 
     def close(self) -> None:
         self.ctx.destroy(linger=0)
+
+    def judge_from_file(self, path: Path) -> list[Violation]:
+        """Write libzmq's observable trace as a ``gapless-trace`` file, read it back and
+        judge it with the invariants (what ``gapless check FILE`` does)."""
+        meta = {"libzmq": zmq.zmq_version(), "mode": self.mode, "ops": repr(self.ops)}
+        write_zmq_trace(path, self.topo, self.records, meta=meta)
+        _, violations = check_zmq_trace_file(path)
+        return violations

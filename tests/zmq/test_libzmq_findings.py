@@ -4,6 +4,8 @@ the finding is fixed upstream: update ``spec/zmq.md`` and the README)."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import attrs
 import pytest
 
@@ -48,7 +50,7 @@ def apply_all(rig: Rig, ops: list[tuple[object, ...]]) -> None:
 
 @pytest.mark.parametrize(("mode", "ops"), FINDINGS)
 def test_a_proxy_xsub_counting_forwarded_subscriptions_leaves_a_stale_one(
-    mode: str, ops: list[tuple[object, ...]]
+    mode: str, ops: list[tuple[object, ...]], tmp_path: Path
 ) -> None:
     """Finding 1: the proxy's XSUB counts the subscriptions it forwarded, but its XPUB
     forwards duplicates (verbose, verboser, manual) and not every matching unsubscription,
@@ -58,7 +60,7 @@ def test_a_proxy_xsub_counting_forwarded_subscriptions_leaves_a_stale_one(
         with pytest.raises(Mismatch) as caught:
             apply_all(rig, ops)
         model_verdict = check(attrs.evolve(rig.topo, observed=None), rig.model.records)
-        libzmq_verdict = check(rig.topo, rig.records)
+        libzmq_verdict = rig.judge_from_file(tmp_path / "libzmq.jsonl")
     finally:
         rig.close()
     missing_upstream = caught.value.model_only
