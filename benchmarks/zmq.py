@@ -46,23 +46,23 @@ def _prefixes(rng: random.Random, n: int) -> list[bytes]:
     return sorted(seen, key=lambda _: rng.random())
 
 
-def _trie(rng: random.Random) -> dict[str, float]:
-    live = _prefixes(rng, 110_000)
+def _trie(rng: random.Random, n: int = 100_000) -> dict[str, float]:
+    live = _prefixes(rng, n + n // 10)
     trie = PrefixTrie.empty()
-    for i, p in enumerate(live[:100_000]):
+    for i, p in enumerate(live[:n]):
         trie, _ = trie.add(p, f"peer{i % 10}")
     # the 100,000-prefix trie is long-lived: keep the cyclic collector from re-scanning its
     # ~250,000 containers on every few allocations (CPython's gc.freeze, meant for this)
     gc.collect()
     gc.freeze()
     try:
-        return _trie_ops(trie, live)
+        return _trie_ops(trie, live, n)
     finally:
         gc.unfreeze()
 
 
-def _trie_ops(trie: PrefixTrie, live: list[bytes]) -> dict[str, float]:
-    fresh = live[100_000:]
+def _trie_ops(trie: PrefixTrie, live: list[bytes], n: int) -> dict[str, float]:
+    fresh = live[n:]
     ops = 2 * len(fresh)
     t0 = time.perf_counter()
     t = trie
@@ -70,7 +70,7 @@ def _trie_ops(trie: PrefixTrie, live: list[bytes]) -> dict[str, float]:
         t, _ = t.add(p, "peerX")
         t, _ = t.remove(live[i], f"peer{i % 10}")
     ops_s = ops / (time.perf_counter() - t0)
-    probes = [p + b"xyz" for p in live[:20_000]]
+    probes = [p + b"xyz" for p in live[: n // 5]]
     t0 = time.perf_counter()
     for m in probes:
         trie.match(m)
