@@ -374,12 +374,13 @@ def check_ledger(
 class ZmqCheckContext:
     """What the invariants know of a world run besides its records: the ``topology``
     (oriented graph edges, then each hosted subscriber's edge from its device), the prefix
-    a subscriber holds on its n-th connection (``prefix_of``), how a message's attributes
+    a subscriber holds on its n-th connection (``subscription_of``: kind and topic), how a
+    message's attributes
     become its payload (``payload_of``), the graph edges up at boot and the arrival
     ``margin_us``."""
 
     topology: ZmqTopology
-    prefix_of: Callable[[str, int], bytes]
+    subscription_of: Callable[[str, int], tuple[str, bytes]]
     payload_of: Callable[[Mapping[str, Any]], bytes]
     graph_edges: tuple[tuple[str, str], ...]
     margin_us: int
@@ -409,9 +410,11 @@ class WorldReader:
             up = isinstance(d, Connect)
             if isinstance(d, Connect):
                 self.connection[d.subscriber] = d.connection
-            prefix = self.ctx.prefix_of(d.subscriber, self.connection.get(d.subscriber, 0))
+            kind, topic = self.ctx.subscription_of(
+                d.subscriber, self.connection.get(d.subscriber, 0)
+            )
             link = _rec(r, r.node, "link", LinkEvent(up_node=r.node, down_node=d.subscriber, up=up))
-            change = AppChange(subscribe=up, topic=prefix)
+            change = AppChange(subscribe=up, topic=topic, kind=kind)
             sub = _rec(r, d.subscriber, "subscribe", change)
             return [link, sub] if up else [sub, link]
         if r.kind == "fault" and isinstance(d, Fault):

@@ -11,9 +11,10 @@ to each other at once (a connection on the same machine), so only messages betwe
 cross the world's links.
 
 * ``Connect(subscriber, connection)`` is the SUB connecting: it subscribes to its prefix
-  (:func:`prefix_of`: a deterministic choice among :data:`PREFIXES` by name and connection
-  number, so 100 subscribers hold "random" prefixes and a reconnecting one changes its
-  subscription), then the device sees it connect and it resends;
+  (:func:`subscription_of`: a deterministic choice among :data:`SUBSCRIPTIONS` by name and
+  connection number — mostly prefixes, a few suffixes, a kind the devices do not know — so
+  100 subscribers hold "random" prefixes and a reconnecting one changes its subscription),
+  then the device sees it connect and it resends;
   ``Disconnect`` is the SUB going away (its subscription removed as if unsubscribed).
 * ``Publish(pubend, attributes)`` becomes ``Post(payload, seq=index + 1)`` with the payload
   :func:`payload_of` the attributes (``b"NY3:17"``: location, priority, index), so
@@ -30,6 +31,7 @@ The invariants read the world's trace through
 
 from __future__ import annotations
 
+import functools
 import hashlib
 from collections import deque
 from collections.abc import Callable, Mapping
@@ -57,6 +59,8 @@ from gapless.models.workload import LOCS, PublishEvent, Workload
 
 __all__ = [
     "PREFIXES",
+    "SUBSCRIPTIONS",
+    "SUFFIXES",
     "TOPOLOGIES",
     "HostState",
     "ZmqBinding",
@@ -64,25 +68,47 @@ __all__ = [
     "check_context",
     "make_binding",
     "payload_of",
-    "prefix_of",
+    "run_salt",
+    "subscription_of",
     "tree_edges",
 ]
 
 PREFIXES: Final = (
     b"",
     *(loc.encode() for loc in LOCS),
-    *(f"{loc}{p}".encode() for loc in LOCS for p in range(10)),
+    *(f"{loc}{p}".encode() for loc in LOCS for p in range(5)),
 )
 """The prefixes subscribers pick from: everything, a location, a location and priority."""
 
 
-def prefix_of(subscriber: str, connection: int) -> bytes:
-    """The prefix ``subscriber`` subscribes to on its ``connection``-th connection
-    (deterministic, spread evenly; a reconnecting subscriber changes its mind, which is the
-    subscribe/unsubscribe churn of a run)."""
-    key = f"{subscriber}#{connection}".encode()
+SUFFIXES: Final = tuple(str(d).encode() for d in range(10))
+"""Suffix subscriptions (a message index ending in a digit): a matching kind the devices do
+not know, so they treat it as "send me everything" [ZMQ "Different Matching Algorithms"]."""
+
+SUBSCRIPTIONS: Final = (
+    *(("prefix", p) for p in PREFIXES),
+    *(("suffix", s) for s in SUFFIXES),
+)
+"""Every subscription a subscriber may hold."""
+
+
+def subscription_of(subscriber: str, connection: int, salt: int = 0) -> tuple[str, bytes]:
+    """The ``(kind, topic)`` ``subscriber`` subscribes to on its ``connection``-th connection:
+    deterministic from the name and the number; one in eight is a suffix, the rest a prefix
+    of :data:`PREFIXES`, chosen evenly. A reconnecting subscriber changes its mind: the
+    subscribe/unsubscribe churn of a run. ``salt`` (:func:`run_salt`) varies the choice
+    from run to run."""
+    key = f"{subscriber}#{connection}#{salt}".encode()
     h = int.from_bytes(hashlib.sha256(key).digest()[:8], "big")
-    return PREFIXES[h % len(PREFIXES)]
+    if h % 8 == 0:
+        return ("suffix", SUFFIXES[(h // 8) % len(SUFFIXES)])
+    return ("prefix", PREFIXES[(h // 8) % len(PREFIXES)])
+
+
+def run_salt(workload: Workload) -> int:
+    """A number that differs between runs of different seeds (the first messages' jittered
+    publish times), so each run's subscribers pick different subscriptions."""
+    return sum(e.at_us for e in workload.publishes[:4])
 
 
 def payload_of(attributes: Mapping[str, Any]) -> bytes:
@@ -179,6 +205,7 @@ class ZmqBinding:
         self.status_period_us = 0
         self.min_repetition_us = 0
         self.margin_us = 0
+        self.salt = run_salt(workload)
         self.edges = tree_edges(graph)
 
     def _role(self, name: str) -> NodeState:
@@ -226,7 +253,8 @@ class ZmqBinding:
 
     def _connect(self, state: HostState, inp: Connect) -> HostState:
         sub = SubState(name=inp.subscriber, upstream=(state.name,), policy=self.policy)
-        sub, _ = handle(sub, Subscribe(topic=prefix_of(inp.subscriber, inp.connection)), 0)
+        kind, topic = subscription_of(inp.subscriber, inp.connection, self.salt)
+        sub, _ = handle(sub, Subscribe(topic=topic, kind=kind), 0)
         assert isinstance(sub, SubState)
         return attrs.evolve(
             state,
@@ -321,7 +349,7 @@ def check_context(
     )
     return ZmqCheckContext(
         topology=topo,
-        prefix_of=prefix_of,
+        subscription_of=functools.partial(subscription_of, salt=binding.salt),
         payload_of=payload_of,
         graph_edges=edges,
         margin_us=binding.margin_us,

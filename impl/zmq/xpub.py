@@ -158,7 +158,13 @@ def _strip_unknown(trie: PrefixTrie, peer: str) -> tuple[PrefixTrie, list[tuple[
 def _gone_notes(trie: PrefixTrie, peer: str, every: bool) -> tuple[PrefixTrie, list[Subscription]]:
     trie, unknown = _strip_unknown(trie, peer)
     trie, removed = trie.remove_holder(peer)
-    notes = [Subscription(subscribe=False, topic=p) for p, emptied in removed if emptied or every]
+    # a prefix is gone when no peer holds it as a prefix (an unknown kind's holder at b""
+    # is another subscription)
+    notes = [
+        Subscription(subscribe=False, topic=p)
+        for p, _ in removed
+        if every or not any(isinstance(h, str) for h in trie.holders(p))
+    ]
     for h, emptied in unknown:
         assert isinstance(h, tuple)
         if emptied or every:

@@ -176,3 +176,12 @@ def test_install_needs_manual_mode() -> None:
     pub = build_states(CHAIN)["P"]
     with pytest.raises(ProtocolMisuse, match="manual"):
         handle(pub, Install(peer="D", topic=b"A"), 0)
+
+
+def test_a_gone_peers_prefix_is_withdrawn_though_an_unknown_kind_is_held_there() -> None:
+    """Found by fuzzing: S2's "" and S1's suffix subscription are both held at b"" in D's
+    trie; when S2 goes away, its "" must still be withdrawn upstream."""
+    script = [sub(1, "S1", b"9", kind="suffix"), sub(1, "S2", b""), link(5, "D", "S2", False)]
+    net = run_script(CHAIN, script)
+    assert check(CHAIN, net.records) == []
+    assert upstream_traffic(net, "D", "P")[-1] == ("unsubscribe", b"")
