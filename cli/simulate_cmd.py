@@ -143,6 +143,7 @@ def simulate(
             outcome.trace or (),
             live_end=True,
             meta={"scenario": name, "seed": 0, "trace_digest": outcome.trace_digest},
+            protocol=sc.protocol,
         )
     if as_json:
         click.echo(json.dumps(m, indent=2, sort_keys=True))

@@ -53,7 +53,14 @@ from gapless.invariants.tracefile import TraceFileError
 from gapless.invariants.violation import Violation
 from gapless.invariants.zmq import NAMES, Ledger, check_ledger
 
-__all__ = ["PROTOCOL", "ZmqTraceFile", "check_zmq_trace_file", "read_zmq_trace", "write_zmq_trace"]
+__all__ = [
+    "PROTOCOL",
+    "ZmqTraceFile",
+    "check_zmq_trace_file",
+    "read_zmq_trace",
+    "trace_check",
+    "write_zmq_trace",
+]
 
 PROTOCOL: Final = "zmq"
 
@@ -69,6 +76,11 @@ class ZmqTraceFile:
     margin_us: int | None
     records: tuple[TraceRecord, ...]
     meta: Mapping[str, Any]
+
+    @property
+    def live_end(self) -> bool:
+        """Liveness is not an invariant here (``gapless check`` asks every trace)."""
+        return False
 
 
 def _b(value: bytes) -> str:
@@ -324,3 +336,17 @@ def check_zmq_trace_file(
     ledger = Ledger(tf.topology, up=tf.up)
     ledger.margin_us = tf.margin_us
     return tf, check_ledger(ledger, tf.records, chosen)
+
+
+def trace_check(
+    path: str | os.PathLike[str],
+    names: Iterable[str] = (),
+    *,
+    matches: Any = None,
+    live_end: bool | None = None,
+) -> tuple[ZmqTraceFile, Violation | None]:
+    """The registry's trace-file judge (``ProtocolEntry.trace_check``): the file read and
+    its first violation, or None. ``matches`` and ``live_end`` are GD's (content filters,
+    liveness at the end); ZeroMQ's invariants need neither."""
+    tf, violations = check_zmq_trace_file(path, names)
+    return tf, (violations[0] if violations else None)

@@ -39,7 +39,7 @@ from gapless.invariants.zmq import (
     ZmqCheckContext,
     ZmqChecker,
 )
-from gapless.invariants.zmq_tracefile import write_zmq_trace
+from gapless.invariants.zmq_tracefile import trace_check, write_zmq_trace
 from gapless.models.faults import FaultEvent
 from gapless.models.registry import ProtocolEntry, Scenario
 from gapless.models.runspec import RunOutcome, RunSpec
@@ -203,5 +203,6 @@ ENTRY: Final = ProtocolEntry(
     context=check_context,
     checker=ZmqChecker,
     wire_schema=ZmqWire,
+    trace_check=trace_check,
 )
 """ZeroMQ's registry entry."""

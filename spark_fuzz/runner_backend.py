@@ -229,6 +229,7 @@ class RunnerBackend:
             run_context(spec, seed),
             outcome.trace or (),
             live_end=outcome.verdict != "timeout",
+            protocol=spec.protocol,
             meta={
                 "seed": seed,
                 "variant": spec.variant,
