@@ -22,7 +22,7 @@ itself and every byte round-trips):
   - ``link``: ``{"up_node", "down_node", "up"}``; ``fault``: ``{"kind", "target", "phase"}``.
 
 The libzmq differential test writes real libzmq's observable trace in this form
-(``tests/zmq/_libzmq.py``); ``gapless simulate --scenario zmq-tree --trace FILE`` writes a
+(``tests/zmq/_zmq_rig.py``); ``gapless simulate --scenario zmq-tree --trace FILE`` writes a
 world run's; ``gapless check FILE`` judges either. A malformed file raises
 :class:`~gapless.invariants.tracefile.TraceFileError` naming the line and the field.
 """

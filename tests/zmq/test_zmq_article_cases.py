@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import attrs
 import pytest
-from _scenarios import link, post, sub, unsub
+from _zmq_scenarios import link, post, sub, unsub
 
 from gapless.impl.errors import ProtocolMisuse
 from gapless.impl.inputs import LinkChanged, Receive

@@ -4,7 +4,7 @@ in every option mode and under both aggregation policies (Hypothesis)."""
 from __future__ import annotations
 
 import attrs
-from _scenarios import MS, link, post, sub, unsub
+from _zmq_scenarios import MS, link, post, sub, unsub
 from hypothesis import given
 from hypothesis import strategies as st
 

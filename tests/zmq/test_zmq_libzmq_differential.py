@@ -3,7 +3,7 @@ subscription messages at the publisher, the same messages at each SUB [ZMQ].
 
 Where they disagree, the disagreement must be a recorded libzmq finding (``spec/zmq.md``):
 real libzmq's own trace then breaks an invariant the model keeps. Where they agree, libzmq's
-trace keeps every invariant. The pinned findings are in ``test_libzmq_findings.py``.
+trace keeps every invariant. The pinned findings are in ``test_zmq_libzmq_findings.py``.
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ import pytest
 
 zmq = pytest.importorskip("zmq", reason="pyzmq is not installed (pip install 'gapless[zmq]')")
 
-from _libzmq import MODES, Mismatch, Rig  # noqa: E402
+from _zmq_rig import MODES, Mismatch, Rig  # noqa: E402
 from hypothesis import event, given, settings  # noqa: E402
 from hypothesis import strategies as st  # noqa: E402
 

@@ -11,7 +11,7 @@ import pytest
 
 zmq = pytest.importorskip("zmq", reason="pyzmq is not installed (pip install 'gapless[zmq]')")
 
-from _libzmq import Mismatch, Rig  # noqa: E402
+from _zmq_rig import Mismatch, Rig  # noqa: E402
 
 from gapless.invariants.zmq import check  # noqa: E402
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import attrs
 import pytest
-from _scenarios import BASIC, TREE
+from _zmq_scenarios import BASIC, TREE
 
 from gapless.impl.variants import Variant
 from gapless.impl.zmq.policy import XpubOptions

@@ -7,7 +7,7 @@ import re
 from pathlib import Path
 
 import pytest
-from _scenarios import BASIC, TREE
+from _zmq_scenarios import BASIC, TREE
 from click.testing import CliRunner
 
 from gapless.cli.main import cli
