@@ -38,8 +38,10 @@ op = st.one_of(
 )
 
 
-def test_libzmq_version_is_4_3() -> None:
-    assert zmq.zmq_version_info()[:2] == (4, 3), zmq.zmq_version()
+@pytest.mark.parametrize("version", [f"libzmq-{zmq.zmq_version()}-pyzmq-{zmq.pyzmq_version()}"])
+def test_libzmq_version_is_4_3(version: str) -> None:
+    """The test id reports the versions compared (``pytest -v``)."""
+    assert zmq.zmq_version_info()[:2] == (4, 3), version
 
 
 def run(rig: Rig, ops: list[tuple[object, ...]]) -> Mismatch | None:
