@@ -13,6 +13,8 @@ from gapless.models.runner import generate_schedule, run, run_scenario
 from gapless.models.runspec import RunSpec, RunSpecError
 from gapless.models.workload import WorkloadSpec
 from gapless.models.zmq_binding import SUBSCRIPTIONS, subscription_of
+from gapless.spark_fuzz.config import load_config
+from gapless.spark_fuzz.runner_backend import RunnerBackend
 
 SPEC = RunSpec(
     protocol="zmq",
@@ -83,3 +85,10 @@ def test_each_planted_bug_is_caught_by_a_swarm_campaign(name: str) -> None:
             assert outcome.invariant in VARIANTS[name].caught_by
             return
     pytest.fail(f"{name}: no violation in 40 swarm schedules")
+
+
+def test_a_campaign_without_rates_injects_only_the_protocols_fault_kinds() -> None:
+    config = load_config(None, {"protocol": "zmq", "topology": "zmq-small"})
+    spec = RunnerBackend("zmq").make_spec(config)
+    kinds = {k for k, _ in spec.faults.rates}
+    assert kinds == {"crash", "link_fail", "disconnect"}  # no duplication over TCP
