@@ -21,6 +21,7 @@ BENCHMARKS: dict[str, str] = {
     "spark": "gapless.benchmarks.spark",
     "sim": "gapless.benchmarks.sim",
     "campaign": "gapless.benchmarks.campaign",
+    "zmq": "gapless.benchmarks.zmq",
 }
 
 

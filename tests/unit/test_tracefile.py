@@ -349,7 +349,7 @@ def test_cli_check_exit_codes(passing: tuple[Path, Any], tmp_path: Path) -> None
     ok = runner.invoke(cli, ["check", str(passing[0])])
     assert ok.exit_code == 0, ok.output
     assert "pass:" in ok.output
-    assert "12 invariants hold" in ok.output
+    assert "13 invariants hold" in ok.output
     as_json = runner.invoke(cli, ["check", str(passing[0]), "--json", "--invariant", "order"])
     assert as_json.exit_code == 0
     assert json.loads(as_json.output)["invariants"] == ["order"]
