@@ -56,7 +56,7 @@ def check(trace: str, names: tuple[str, ...], no_liveness: bool, as_json: bool) 
         # a malformed file (TraceFileError), an unknown protocol or invariant
         click.echo(f"gapless check: {exc}", err=True)
         raise SystemExit(2) from None
-    if getattr(tf, "complete", True) is None:
+    if getattr(tf, "complete", None) is None:
         click.echo(
             f"gapless check: warning: {trace} is a version-1 trace file (no end record): "
             "truncation cannot be detected, and a file cut short would be judged as a run "
@@ -71,7 +71,7 @@ def check(trace: str, names: tuple[str, ...], no_liveness: bool, as_json: bool) 
         out = {
             "verdict": "pass" if violation is None else "violation",
             "records": len(tf.records),
-            "complete": getattr(tf, "complete", True),
+            "complete": getattr(tf, "complete", None),
             "invariants": checked,
             "violation": None
             if violation is None
