@@ -18,7 +18,8 @@ Forwarding has five steps: queueing, barrier checking, matching, routing and cle
 * *routing* — for each other matching subscription, the active session on the primary path
   towards its source joins Out_p(B), and p is sent there (lines 15-18, SendPub lines 28-31:
   the sequence vector is extended first). With no active session on that path (a barrier),
-  the neighbour towards the source stays in Out_p, and p waits for it.
+  or only one that would make p's propagation illegitimate [DFT §VII], the neighbour towards
+  the source stays in Out_p, and p waits for it.
 * *cleanup* — :func:`on_pub_confirm` (lines 19-27): each confirmation removes its sender
   from Out_p; with Out_p empty p leaves the queue and B confirms to every sender.
 
@@ -139,7 +140,7 @@ def _assign(
     hops: dict[str, frozenset[str]] = dict(base)
     sends: list[Effect] = []
     for z in sorted(targets):
-        r = route(tree, me, state.active, z)
+        r = route(tree, me, state.active, z, q.msg.trail, state.config.delta)
         if r is None:
             r = _waiting_hop(state, q.hops, z)
             if r is None:

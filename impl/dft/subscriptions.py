@@ -7,7 +7,8 @@ A broker B processes arrived subscriptions in order [DFT §V-A]:
 * :func:`on_sub` (ProcessArrivedSub, lines 1-10): a copy tagged with a partition B is on is
   an island copy — accepted at once and passed over active sessions to the other nodes of
   that partition (CheckSubTags, lines 39-46, §V-B). Otherwise Out_s(B) is B's active
-  sessions downstream of the subscription's path; with Out_s empty (an edge broker) s is
+  sessions downstream of the subscription's path whose hop keeps its propagation legitimate
+  [DFT §VII]; with Out_s empty (an edge broker) s is
   accepted and confirmed at once (line 5); else s goes to every X in Out_s
   (:func:`_send_sub`, SendSubTo, lines 19-25: tagged with every known pid X is beyond).
 * :func:`on_sub_confirm` (lines 12-17): the sender leaves Out_s, its tags join s's; with
@@ -34,7 +35,7 @@ import attrs
 
 from gapless.impl.dft.messages import Pid, SubConfirm, SubMsg
 from gapless.impl.dft.partitions import confirmation_tags, subscription_tags
-from gapless.impl.dft.routing import downstream
+from gapless.impl.dft.routing import downstream, legitimate
 from gapless.impl.dft.state import Accepted, BrokerState, PendingSub
 from gapless.impl.effects import Effect, Persist, Send
 
@@ -68,6 +69,14 @@ def _island_copies(
     return tuple(Send(to=x, msg=copy) for x in targets)
 
 
+def _onward(state: BrokerState, sub: SubMsg, x: str) -> bool:
+    """Is active session ``x`` downstream for ``sub``, and is the hop legitimate [DFT §VII]?"""
+    tree, me = state.tree, state.me
+    return downstream(tree, me, sub.source, x) and legitimate(
+        tree, sub.trail, me, x, state.config.delta
+    )
+
+
 def on_sub(state: BrokerState, sender: str | None, sub: SubMsg) -> Step:
     """ProcessArrivedSub (lines 1-10); ``sender`` is None for a local subscriber's own."""
     checked = _check_sub_tags(state, sender, sub)
@@ -85,9 +94,7 @@ def on_sub(state: BrokerState, sender: str | None, sub: SubMsg) -> Step:
         if sender is None:
             return state, ()
         return state, (Send(to=sender, msg=SubConfirm(sid=sid, tags=state.srt[sid].conf_tags)),)
-    outs = frozenset(
-        x for x in state.active if downstream(state.tree, state.me, sub.source, x)
-    )
+    outs = frozenset(x for x in state.active if _onward(state, sub, x))
     senders = frozenset() if sender is None else frozenset({sender})
     if not outs:
         return _accept(state, sub, senders, frozenset())
@@ -146,7 +153,7 @@ def reroute(state: BrokerState, gained: frozenset[str]) -> Step:
         added = frozenset(
             x
             for x in gained
-            if downstream(tree, me, p.sub.source, x)
+            if _onward(state, p.sub, x)
             and any(x in tree.path(me, y) or y in tree.path(me, x) for y in removed)
         )
         outs = (p.outs - removed) | added
