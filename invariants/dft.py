@@ -152,9 +152,9 @@ class DFTChecker:
             self._expect(r, d.pubend, len(self.pubs[d.pubend]), d.attributes)
         elif kind == "persist" and isinstance(d.key, tuple) and d.key[:1] == ("accepted",):
             self._accept(r.node, d.key[1], r.time)
-            sub = self.subs.get(d.key[1])
-            if sub is not None and sub.accepted is None:
-                sub.accepted, sub.tags = r.time, frozenset(d.value)
+            mine = self.subs.get(d.key[1])
+            if mine is not None and mine.accepted is None:
+                mine.accepted, mine.tags = r.time, frozenset(d.value)
         elif kind == "send":
             return self._on_send(r)
         elif kind == "receive":
@@ -172,11 +172,13 @@ class DFTChecker:
         msg = r.detail.msg
         if isinstance(msg, PubMsg):
             self.last_copy[(r.node, msg.key)] = msg.trail
-        elif isinstance(msg, SubMsg) and not self.ctx.reports_acceptance:
+        elif isinstance(msg, SubMsg) and (
+            not self.ctx.reports_acceptance
+            or (msg.island and any(r.node in p.pnodes for p in msg.tags))
+        ):
+            # an island copy is accepted on arrival [DFT §V-B]; the naive baseline accepts
+            # whatever it receives
             self._accept(r.node, msg.sid, r.time)
-        elif isinstance(msg, SubMsg) and msg.island:
-            if any(r.node in p.pnodes for p in msg.tags):
-                self._accept(r.node, msg.sid, r.time)
 
     def _on_send(self, r: TraceRecord) -> bool:
         msg = r.detail.msg
@@ -234,9 +236,7 @@ class DFTChecker:
             return self._fail("exactly_once", sid, f"{key} delivered twice", r, ())
         got = sub.delivered.setdefault(d.pubend, [])
         if got and d.tick < got[-1]:
-            return self._fail(
-                "order", sid, f"{key} delivered after ({d.pubend}, {got[-1]})", r, ()
-            )
+            return self._fail("order", sid, f"{key} delivered after ({d.pubend}, {got[-1]})", r, ())
         if self._gap(r, sub, d.pubend, d.tick) or self._unsafe(r, sub, key):
             return True
         sub.seen.add(key)
@@ -375,7 +375,10 @@ def check_dft_trace(
         if checker.observe(rec):
             return checker.violation, checker
     end = TraceRecord(
-        seq=(last.seq + 1) if last else 0, time=last.time if last else 0, node="", kind="end",
+        seq=(last.seq + 1) if last else 0,
+        time=last.time if last else 0,
+        node="",
+        kind="end",
         detail=None,
     )
     return checker.finish(end), checker

@@ -76,7 +76,8 @@ FORWARDING_KINDS: Final = ("dft", "naive")
 def _forwarding(inst: Any, attribute: attrs.Attribute[Any], value: Any) -> None:
     if value not in FORWARDING_KINDS:
         raise DFTConfigError(
-            f"DFTPolicy: forwarding={value!r} is not allowed; allowed: {', '.join(FORWARDING_KINDS)}"
+            f"DFTPolicy: forwarding={value!r} is not allowed; "
+            f"allowed: {', '.join(FORWARDING_KINDS)}"
         )
 
 

@@ -134,9 +134,7 @@ class DFTWire:
 def wire(msg: Any) -> DFTWire | None:
     """The wire summary of a DFT message (None for anything else)."""
     if isinstance(msg, PubMsg):
-        return DFTWire(
-            kind="pub", key=msg.key, source=msg.source, trail=msg.trail, tags=msg.tags
-        )
+        return DFTWire(kind="pub", key=msg.key, source=msg.source, trail=msg.trail, tags=msg.tags)
     if isinstance(msg, SubMsg):
         return DFTWire(
             kind="sub",

@@ -57,9 +57,7 @@ def new_naive(me: str, tree: PrimaryTree, reachable: bool = True) -> NaiveState:
 def _flood(state: NaiveState, sub: SubMsg, skip: str | None) -> tuple[Effect, ...]:
     msg = attrs.evolve(sub, trail=(*sub.trail, state.me))
     return tuple(
-        Send(to=x, msg=msg)
-        for x in state.tree.neighbours(state.me)
-        if x != skip and x in state.up
+        Send(to=x, msg=msg) for x in state.tree.neighbours(state.me) if x != skip and x in state.up
     )
 
 
@@ -130,4 +128,3 @@ def handle(state: NaiveState, inp: Input, now: int) -> Step:
         state = attrs.evolve(state, local=state.local.set(sid, (inp.subscriber, inp.connection)))
         return _on_sub(state, None, SubMsg(sid=sid, source=state.me, filter=inp.filter))
     return state, ()
-

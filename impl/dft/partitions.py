@@ -96,9 +96,7 @@ def confirmation_tags(state: BrokerState, sub: SubMsg) -> frozenset[Pid]:
         return frozenset()
     tree, me = state.tree, state.me
     spath = set(tree.path(sub.source, me)[:-1])
-    return frozenset(
-        p for p in state.pt if p.detector == me and not spath.intersection(p.pnodes)
-    )
+    return frozenset(p for p in state.pt if p.detector == me and not spath.intersection(p.pnodes))
 
 
 def publication_tags(state: BrokerState, source: str) -> frozenset[Pid]:

@@ -35,9 +35,7 @@ from gapless.impl.inputs import LinkChanged
 __all__ = ["on_link_changed"]
 
 
-def on_link_changed(
-    state: BrokerState, inp: LinkChanged
-) -> tuple[BrokerState, tuple[Effect, ...]]:
+def on_link_changed(state: BrokerState, inp: LinkChanged) -> tuple[BrokerState, tuple[Effect, ...]]:
     """The failure detector reports ``inp.neighbour`` reachable (``up``) or not."""
     x = inp.neighbour
     if x not in state.hood:

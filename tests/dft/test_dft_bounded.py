@@ -19,7 +19,8 @@ FILTERS = ("true", "x == 1", "x < 2", "x >= 2")
 def scenarios(draw: st.DrawFn) -> dict[str, object]:
     n = draw(st.integers(3, 10))
     parents = [draw(st.integers(0, i - 1)) for i in range(1, n)]
-    joins = [("B0", None)] + [(f"B{i}", f"B{p}") for i, p in zip(range(1, n), parents)]
+    joins: list[tuple[str, str | None]] = [("B0", None)]
+    joins += [(f"B{i}", f"B{p}") for i, p in zip(range(1, n), parents, strict=True)]
     tree = PrimaryTree.build(joins)
     delta = draw(st.integers(0, 2))
     brokers = list(tree.order)
@@ -27,8 +28,9 @@ def scenarios(draw: st.DrawFn) -> dict[str, object]:
     elements = [("crash", b) for b in brokers] + [("link", f"{a}|{b}") for a, b in links]
     failures = draw(st.lists(st.sampled_from(elements), max_size=delta, unique=True))
     subs = draw(
-        st.lists(st.tuples(st.sampled_from(brokers), st.sampled_from(FILTERS)), min_size=1,
-                 max_size=4)
+        st.lists(
+            st.tuples(st.sampled_from(brokers), st.sampled_from(FILTERS)), min_size=1, max_size=4
+        )
     )
     pubs = draw(st.lists(st.tuples(st.sampled_from(brokers), st.integers(0, 3)), max_size=8))
     return {"tree": tree, "delta": delta, "failures": failures, "subs": subs, "pubs": pubs}

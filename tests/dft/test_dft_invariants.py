@@ -7,10 +7,9 @@ from _dft_net import Net, figure1
 
 from gapless.impl.dft.config import PAPER_POLICY, DFTConfig, DFTPolicy
 from gapless.impl.dft.tree import PrimaryTree
-from gapless.impl.effects import Deliver
+from gapless.impl.effects import Deliver, Persist
 from gapless.impl.inputs import Connect
 from gapless.impl.trace import Published, TraceRecord
-from gapless.impl.effects import Persist
 from gapless.invariants.dft import DFTChecker, DFTContext, check_dft_trace
 from gapless.invariants.violation import Violation
 from gapless.spec.filters import reference_matcher
@@ -51,12 +50,15 @@ def test_gapless_catches_the_naive_baseline_on_the_section_i_scenario() -> None:
     v, _ = _check(net, naive=True)
     # judged on everything, the first to fall is the bounded guarantee, at the heal: p1 was
     # stored for the heal instead of delivered to S1 while the failure persisted
-    assert v is not None and v.invariant == "bounded_delivery" and v.subject == "S1/0", v
+    assert v is not None
+    assert (v.invariant, v.subject) == ("bounded_delivery", "S1/0"), v
     v, _ = _check(net, naive=True, names=("gapless",))
-    assert v is not None and v.invariant == "gapless", v
+    assert v is not None
+    assert v.invariant == "gapless", v
     assert v.subject == "S2/0"
     assert "(B1, 2)" in v.message  # the missing p2 is named, with its publish record
-    assert v.events[0].kind == "publish" and v.events[-1].kind == "deliver"
+    assert v.events[0].kind == "publish"
+    assert v.events[-1].kind == "deliver"
 
 
 def test_the_dft_protocol_passes_every_invariant_on_the_section_i_scenario() -> None:
@@ -87,7 +89,8 @@ def test_bounded_delivery_catches_store_and_forward_and_passes_the_bypass() -> N
         assert net.delivered("S") == [("C0", 1)]
         v, checker = _check(net, naive=naive)
         if naive:
-            assert v is not None and v.invariant == "bounded_delivery", v
+            assert v is not None
+            assert v.invariant == "bounded_delivery", v
             assert "link_heal" in v.message
         else:
             assert v is None, v.explain() if v else ""
@@ -124,8 +127,10 @@ def test_legitimate_propagation_names_the_offending_sub_path() -> None:
     assert net.delivered("S") == [("C0", 1)]
     assert _check(net)[0] is None
     v, _ = _check(net, delta=1)
-    assert v is not None and v.invariant == "legitimate_propagation"
-    assert "['C2', 'C3']" in v.message and "sub-path" in v.message
+    assert v is not None
+    assert v.invariant == "legitimate_propagation"
+    assert "['C2', 'C3']" in v.message
+    assert "sub-path" in v.message
 
 
 def test_safety_catches_delivery_of_a_publication_whose_tags_meet_the_confirmation_tags() -> None:
@@ -144,12 +149,14 @@ def test_safety_catches_delivery_of_a_publication_whose_tags_meet_the_confirmati
         return net
 
     good = run(PAPER_POLICY)
-    assert good.delivered("S2") == [] and good.delivered("S1") == [("B1", 1)]
+    assert good.delivered("S2") == []
+    assert good.delivered("S1") == [("B1", 1)]
     assert _check(good)[0] is None
     bad = run(attrs.evolve(PAPER_POLICY, check_tags_on_delivery=False))
     assert bad.delivered("S2") == [("B1", 1)]
     v, _ = _check(bad)
-    assert v is not None and v.invariant == "safety"
+    assert v is not None
+    assert v.invariant == "safety"
     assert "forwarded by B1" in v.message
 
 
@@ -175,10 +182,12 @@ def test_exactly_once_and_order_catch_hand_made_traces() -> None:
     names = ("exactly_once", "order")
     twice = _records(*head, ("B4", "deliver", _deliver(1)), ("B4", "deliver", _deliver(1)))
     v, _ = check_dft_trace(twice, _ctx(tree, 1), names)
-    assert v is not None and v.invariant == "exactly_once"
+    assert v is not None
+    assert v.invariant == "exactly_once"
     swapped = _records(*head, ("B4", "deliver", _deliver(2)), ("B4", "deliver", _deliver(1)))
     v, _ = check_dft_trace(swapped, _ctx(tree, 1), names)
-    assert v is not None and v.invariant == "order"
+    assert v is not None
+    assert v.invariant == "order"
     fine = _records(*head, ("B4", "deliver", _deliver(1)), ("B4", "deliver", _deliver(2)))
     assert check_dft_trace(fine, _ctx(tree, 1), names)[0] is None
 
@@ -186,4 +195,5 @@ def test_exactly_once_and_order_catch_hand_made_traces() -> None:
 def test_restrict_keeps_a_found_violation_and_stops_judging_the_rest() -> None:
     checker = DFTChecker(_ctx(figure1(), 1))
     checker.restrict(("safety",))
-    assert checker.on["gapless"] is False and checker.on["safety"] is True
+    assert checker.on["gapless"] is False
+    assert checker.on["safety"] is True

@@ -6,7 +6,6 @@ import attrs
 from _dft_net import Net, figure1
 
 from gapless.impl.dft.config import PAPER_POLICY, DFTConfig
-from gapless.impl.dft.tree import PrimaryTree
 
 
 def test_no_failures_delivers_every_match_once_in_order() -> None:
