@@ -88,10 +88,13 @@ class Net:
             elif isinstance(e, Rejected):
                 self._record(node, "rejected", e)
 
-    def drain(self, limit: int = 200_000) -> int:
-        """Deliver queued messages until none is left; the number delivered."""
+    def drain(self, limit: int = 200_000, rounds: int | None = None) -> int:
+        """Deliver queued messages until none is left (or for ``rounds`` rounds, each
+        delivering the head of every non-empty queue); the number delivered."""
         n = 0
-        while True:
+        while rounds is None or rounds > 0:
+            if rounds is not None:
+                rounds -= 1
             keys = sorted(k for k, q in self.queues.items() if q)
             if not keys:
                 return n
@@ -102,6 +105,7 @@ class Net:
                     raise RuntimeError("drain: no quiescence")
                 self._record(b, "receive", Received(sender=a, msg=msg, wire=wire(msg) or _WIRE))  # type: ignore[arg-type]
                 self.step(b, Receive(sender=a, msg=msg))
+        return n
 
     # ---- client actions ---------------------------------------------------------------
     def subscribe(self, broker: str, subscriber: str, flt: str) -> None:
