@@ -19,7 +19,9 @@ naive baseline) counts a subscription accepted when its subscriber connects.
   the subscription was accepted [DFT §I: "no intermediate matching publication"].
 * ``safety`` — a publication published after the subscription was accepted reaches its
   subscriber only through brokers that had accepted the subscription before forwarding it:
-  its source and every broker of its trail [DFT §I "safety condition", §VI].
+  its source and every broker of its trail [DFT §I "safety condition", §VI]. The trail is
+  that of the copy received (``receive`` records), else of the first copy sent to the
+  subscriber's broker. Not judged for a protocol that reports no acceptance.
 * ``legitimate_propagation`` — every forwarded subscription and publication follows its
   primary path and bypasses at most δ brokers in every primary sub-path of 2δ + 1 brokers
   [DFT §VII]; a violation names the offending sub-path.
@@ -44,7 +46,14 @@ from gapless.impl.effects import Deliver
 from gapless.impl.trace import TraceRecord
 from gapless.invariants.violation import Violation
 
-__all__ = ["DFT_INVARIANTS", "DFT_SAFETY", "DFTChecker", "DFTContext", "check_dft_trace"]
+__all__ = [
+    "DFT_INVARIANTS",
+    "DFT_SAFETY",
+    "DFTChecker",
+    "DFTContext",
+    "check_dft_trace",
+    "pair_within_budget",
+]
 
 DFT_INVARIANTS: Final = (
     "exactly_once",
@@ -58,6 +67,35 @@ DFT_SAFETY: Final = ("exactly_once", "order", "gapless", "safety", "legitimate_p
 """What a run beyond its failure budget is still judged on [DFT §II]."""
 
 _HEALS: Final = frozenset({"link_heal", "restart"})
+
+
+def pair_within_budget(
+    tree: PrimaryTree,
+    delta: int,
+    crashed: Iterable[str],
+    failed: Iterable[frozenset[str]],
+    source: str,
+    broker: str,
+) -> bool:
+    """At most ``delta`` failures on every sub-path of 2δ + 1 brokers of P(source, broker),
+    neither end failed. A failed link counts as a failure of its end farther from the source
+    [DFT §II: a link failure and a crash look alike]."""
+    down = set(crashed)
+    if source in down or broker in down:
+        return False
+    path = tree.path(source, broker)
+    pos = {b: i for i, b in enumerate(path)}
+    bad = {pos[b] for b in down if b in pos}
+    for link in failed:
+        a, b = sorted(link)
+        if a in pos and b in pos:
+            bad.add(max(pos[a], pos[b]))
+    if len(path) - 1 in bad:
+        return False
+    w = 2 * delta + 1
+    return all(
+        len([i for i in bad if j <= i < j + w]) <= delta for j in range(max(1, len(path) - w + 1))
+    )
 
 
 @final
@@ -104,6 +142,7 @@ class DFTChecker:
         self.accepted_at: dict[tuple[str, str], int] = {}
         self.first_send: dict[tuple[str, tuple[str, int]], int] = {}
         self.last_copy: dict[tuple[str, tuple[str, int]], tuple[str, ...]] = {}
+        self.sent_copy: dict[tuple[str, tuple[str, int]], tuple[str, ...]] = {}
         self.crashed: set[str] = set()
         self.failed: set[frozenset[str]] = set()
         self.pending: dict[tuple[str, tuple[str, int]], TraceRecord] = {}
@@ -187,6 +226,7 @@ class DFTChecker:
             return self.violation is not None
         if isinstance(msg, PubMsg):
             self.first_send.setdefault((r.node, msg.key), r.time)
+            self.sent_copy.setdefault((r.detail.to, msg.key), msg.trail)
             return self._legitimate(r, msg.trail, r.detail.to)
         if isinstance(msg, SubMsg) and not msg.island:
             return self._legitimate(r, msg.trail, r.detail.to)
@@ -270,11 +310,14 @@ class DFTChecker:
     def _unsafe(self, r: TraceRecord, sub: _Sub, key: tuple[str, int]) -> bool:
         """``safety``: every broker that forwarded the delivered copy had accepted the
         subscription before forwarding it (publications after acceptance only)."""
+        if not self.ctx.reports_acceptance:
+            return False  # no broker reports acceptance: nothing to judge safety by
         source, tick = key
         t_pub = self.publish_time(source, tick)
         if t_pub is None or sub.accepted is None or t_pub < sub.accepted:
             return False
-        brokers = {source, *self.last_copy.get((r.node, key), ())}
+        trail = self.last_copy.get((r.node, key), self.sent_copy.get((r.node, key), ()))
+        brokers = {source, *trail}
         for x in sorted(brokers):
             t_fwd = t_pub if x == source else self.first_send.get((x, key), r.time)
             t_acc = self.accepted_at.get((x, sub.sid))
@@ -291,24 +334,9 @@ class DFTChecker:
 
     # ------------------------------------------------------------------ bounded delivery
     def within_budget(self, source: str, broker: str) -> bool:
-        """At most δ failures on every sub-path of 2δ + 1 brokers of P(source, broker), and
-        neither end failed. A failed link counts as a failure of its end farther from the
-        source [DFT §II: a link failure and a crash look alike]."""
-        if source in self.crashed or broker in self.crashed:
-            return False
-        path = self.ctx.tree.path(source, broker)
-        pos = {b: i for i, b in enumerate(path)}
-        bad = {pos[b] for b in self.crashed if b in pos}
-        for link in self.failed:
-            a, b = sorted(link)
-            if a in pos and b in pos:
-                bad.add(max(pos[a], pos[b]))
-        if len(path) - 1 in bad:
-            return False
-        w = 2 * self.ctx.delta + 1
-        return all(
-            len([i for i in bad if j <= i < j + w]) <= self.ctx.delta
-            for j in range(max(1, len(path) - w + 1))
+        """:func:`pair_within_budget` under the failures standing now."""
+        return pair_within_budget(
+            self.ctx.tree, self.ctx.delta, self.crashed, self.failed, source, broker
         )
 
     def _expect(self, r: TraceRecord, source: str, n: int, attributes: Mapping[str, Any]) -> None:

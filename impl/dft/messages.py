@@ -129,6 +129,9 @@ class DFTWire:
     trail: tuple[str, ...] = ()
     tags: frozenset[Pid] = frozenset()
     island: bool = False
+    #: Always False: DFT has no retransmission in GD's sense (kept so the kit's run
+    #: counters read every protocol's summary alike).
+    retransmission: bool = False
 
 
 def wire(msg: Any) -> DFTWire | None:

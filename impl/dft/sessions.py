@@ -19,7 +19,8 @@ When the active set changes, in this order [DFT §IV-VI]:
 3. queued publications update Out_p (Figure 8 OnSessionActivated,
    :func:`~gapless.impl.dft.publications.reroute`).
 
-A report that changes nothing returns the same state and no effects.
+A report that changes nothing, or concerns a broker outside the neighbourhood (the world may
+report every overlay link it has), returns the same state and no effects.
 """
 
 from __future__ import annotations
@@ -29,7 +30,7 @@ import attrs
 from gapless.impl.dft import partitions, publications, subscriptions
 from gapless.impl.dft.routing import active_sessions
 from gapless.impl.dft.state import BrokerState
-from gapless.impl.effects import Effect, Rejected
+from gapless.impl.effects import Effect
 from gapless.impl.inputs import LinkChanged
 
 __all__ = ["on_link_changed"]
@@ -38,11 +39,7 @@ __all__ = ["on_link_changed"]
 def on_link_changed(state: BrokerState, inp: LinkChanged) -> tuple[BrokerState, tuple[Effect, ...]]:
     """The failure detector reports ``inp.neighbour`` reachable (``up``) or not."""
     x = inp.neighbour
-    if x not in state.hood:
-        return state, (
-            Rejected(reason=f"{state.me}: {x!r} is outside the Δ-neighbourhood", input=inp),
-        )
-    if (x in state.established) == inp.up:
+    if x not in state.hood or (x in state.established) == inp.up:
         return state, ()
     est = state.established | {x} if inp.up else state.established - {x}
     before = state.active

@@ -26,7 +26,7 @@ Paths are lists of brokers, both ends included: ``path(a, b)[0] == a``.
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import final
+from typing import Any, final
 
 import attrs
 from pyrsistent import PMap, PVector, pmap, pvector
@@ -37,7 +37,7 @@ __all__ = ["PrimaryTree", "complete_tree"]
 
 
 @final
-@attrs.frozen(kw_only=True, eq=False)
+@attrs.frozen(kw_only=True, eq=False, slots=False)
 class PrimaryTree:
     """The primary tree: ``parent`` of every broker (``None`` for the first), in join order."""
 
@@ -90,24 +90,40 @@ class PrimaryTree:
         up = self.parent[broker]
         return self.children[broker] if up is None else (up, *self.children[broker])
 
+    def _memo(self) -> tuple[dict[str, str | None], dict[str, int], dict[Any, Any]]:
+        """Plain-dict views of ``parent`` and ``depth`` and a path memo, built on first use.
+        The tree never changes, so memoising is invisible (same answers, faster)."""
+        memo = self.__dict__.get("_memo_cache")
+        if memo is None:
+            memo = (dict(self.parent), dict(self.depth), {})
+            object.__setattr__(self, "_memo_cache", memo)
+        return memo
+
     def path(self, a: str, b: str) -> tuple[str, ...]:
         """The primary path P(a, b), both ends included [DFT §II]."""
+        parent, depth, paths = self._memo()
+        got = paths.get((a, b))
+        if got is not None:
+            return got  # type: ignore[no-any-return]
         left: list[str] = [a]
         right: list[str] = [b]
         x, y = a, b
-        while self.depth[x] > self.depth[y]:
-            x = self.parent[x] or x
+        while depth[x] > depth[y]:
+            x = parent[x] or x
             left.append(x)
-        while self.depth[y] > self.depth[x]:
-            y = self.parent[y] or y
+        while depth[y] > depth[x]:
+            y = parent[y] or y
             right.append(y)
         while x != y:
-            x = self.parent[x] or x
-            y = self.parent[y] or y
+            x = parent[x] or x
+            y = parent[y] or y
             left.append(x)
             right.append(y)
         right.pop()
-        return (*left, *reversed(right))
+        result = (*left, *reversed(right))
+        if len(paths) < 1_000_000:
+            paths[(a, b)] = result
+        return result
 
     def distance(self, a: str, b: str) -> int:
         """The number of primary links on P(a, b)."""

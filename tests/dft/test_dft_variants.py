@@ -57,10 +57,9 @@ def barrier_then_heal(policy: DFTPolicy) -> Net:
 def slow_branch(policy: DFTPolicy) -> Net:
     """S subscribes at B3; the publisher B6 is four hops away on one branch, B4 one hop on
     the other. p1 is published once S's subscription is accepted, p2 after everything."""
-    tree = PrimaryTree.build(
-        [("B2", None), ("B3", "B2"), ("B4", "B2"), ("B1", "B2"), ("B0", "B1"), ("B5", "B0")]
-        + [("B6", "B5")]
-    )
+    joins: list[tuple[str, str | None]] = [("B2", None), ("B3", "B2"), ("B4", "B2")]
+    joins += [("B1", "B2"), ("B0", "B1"), ("B5", "B0"), ("B6", "B5")]
+    tree = PrimaryTree.build(joins)
     net = Net(tree, DFTConfig(delta=1), policy)
     net.subscribe("B3", "S", "true")
     for _ in range(20):
