@@ -7,7 +7,8 @@ Forwarding has five steps: queueing, barrier checking, matching, routing and cle
 
 * *queueing* — a duplicate (by sequence vector, :mod:`gapless.impl.dft.seqvec`) whose
   processing completed is confirmed to its sender at once; one still queued gains the sender
-  as another sender (lines 2-8). A new publication is appended to B's FIFO queue (line 10)
+  as another sender (lines 2-8) — and, if the entry waits for a target, the copy's own path
+  (it may allow a legitimate hop the first copy's did not; our addition). A new publication is appended to B's FIFO queue (line 10)
   and stamped.
 * *barrier checking* — p is tagged with every pid in B's PT whose pnodes its source is on or
   beyond (lines 11-12).
@@ -28,6 +29,11 @@ hop of Out_p that is no longer (or not yet) active hands its subscription source
 active session now on the path to each (sending p there); a source with no such session keeps
 p waiting on the old hop — in particular a broker with local matching subscribers is never
 removed from Out_p (lines 46-48: "crucial to prevent publication loss").
+
+Per-source FIFO per target (our addition, ``spec/dft.md``): while an older publication of the
+same source waits for a target, a newer one waits with it instead of overtaking it on
+another session — beyond δ failures a waiting publication and a newer one can otherwise
+take different paths, and the subscriber would see a hole.
 """
 
 from __future__ import annotations
@@ -78,11 +84,28 @@ def on_pub(state: BrokerState, sender: str, msg: PubMsg) -> Step:
     if is_duplicate(state.high, msg.seqvec):
         for i, q in enumerate(state.queue):
             if q.msg.key == msg.key:
-                q = attrs.evolve(q, senders=q.senders | {sender})
-                return attrs.evolve(state, queue=state.queue.set(i, q)), ()
+                return _another_copy(state, i, q, sender, msg)
         return state, (Send(to=sender, msg=PubConfirm(key=msg.key)),)
     state = attrs.evolve(state, high=observe(state.high, msg.seqvec))
     return _process(state, sender, msg)
+
+
+def _another_copy(state: BrokerState, i: int, q: QueuedPub, sender: str, msg: PubMsg) -> Step:
+    """A duplicate of queued entry ``i``: its sender is another sender (line 8). If ``q``
+    waits for some target, the new copy's path may allow a legitimate hop the first copy's
+    did not: adopt its trail (and its stamps) and route the waiting targets again."""
+    q = attrs.evolve(q, senders=q.senders | {sender})
+    waiting = [h for h in q.hops if h not in state.active]
+    if not waiting or msg.trail == q.msg.trail:
+        return attrs.evolve(state, queue=state.queue.set(i, q)), ()
+    stamps = dict(q.msg.seqvec)
+    stamps.update(msg.seqvec)
+    vec = tuple(sorted(stamps.items(), key=lambda e: -state.tree.distance(e[0], state.me)))
+    q = attrs.evolve(q, msg=attrs.evolve(q.msg, trail=msg.trail, seqvec=vec))
+    targets = {z for h in waiting for z in q.hops[h]}
+    base = pmap({h: zs for h, zs in q.hops.items() if h in state.active})
+    q, sends = _assign(state, q, targets, base, list(state.queue)[:i])
+    return attrs.evolve(state, queue=state.queue.set(i, q)), tuple(sends)
 
 
 def _local_deliveries(state: BrokerState, msg: PubMsg, sid: str) -> tuple[Effect, ...]:
@@ -121,7 +144,7 @@ def _process(state: BrokerState, sender: str | None, msg: PubMsg) -> Step:
     stamp = state.stamp + 1
     senders = frozenset() if sender is None else frozenset({sender})
     q = QueuedPub(msg=msg, stamp=stamp, senders=senders, hops=pmap())
-    q, sends = _assign(state, q, targets, pmap())
+    q, sends = _assign(state, q, targets, pmap(), state.queue)
     state = attrs.evolve(state, stamp=stamp)
     effects += sends
     if not q.hops:
@@ -129,23 +152,42 @@ def _process(state: BrokerState, sender: str | None, msg: PubMsg) -> Step:
     return attrs.evolve(state, queue=state.queue.append(q)), tuple(effects)
 
 
+def _held(state: BrokerState, older: Iterable[QueuedPub], source: str, z: str) -> str | None:
+    """The hop an older queued publication of ``source`` waits on for ``z`` (a hop with no
+    active session), if any: a newer one must not overtake it."""
+    for o in older:
+        if o.msg.source == source:
+            for h, zs in o.hops.items():
+                if z in zs and h not in state.active:
+                    return h
+    return None
+
+
 def _assign(
-    state: BrokerState, q: QueuedPub, targets: Iterable[str], base: Hops
+    state: BrokerState,
+    q: QueuedPub,
+    targets: Iterable[str],
+    base: Hops,
+    older: Iterable[QueuedPub],
 ) -> tuple[QueuedPub, list[Effect]]:
     """Out_p for ``targets`` (subscription sources), on top of ``base`` (hops ``q`` was
     already sent to over a live session): each source gets the active session towards it
     (``q`` is sent there unless it already was), else it waits on its old hop in ``q``,
-    else on the neighbour towards it."""
+    else on the neighbour towards it. While an ``older`` publication of the same source
+    waits for a target, ``q`` waits with it (per-source FIFO per target)."""
     tree, me = state.tree, state.me
     hops: dict[str, frozenset[str]] = dict(base)
     sends: list[Effect] = []
+    older = list(older)
     for z in sorted(targets):
-        r = route(tree, me, state.active, z, q.msg.trail, state.config.delta)
+        r = _held(state, older, q.msg.source, z)
+        if r is None:
+            r = route(tree, me, state.active, z, q.msg.trail, state.config.delta)
         if r is None:
             r = _waiting_hop(state, q.hops, z)
             if r is None:
                 continue
-        elif r not in hops:
+        elif r in state.active and r not in hops:
             sends.append(_outgoing(state, q, r))
         hops[r] = hops.get(r, frozenset()) | {z}
     return attrs.evolve(q, hops=pmap(hops)), sends
@@ -198,7 +240,7 @@ def reroute(state: BrokerState, before: frozenset[str]) -> Step:
         changed = True
         targets = {z for h in stale for z in q.hops[h]}
         base = pmap({h: zs for h, zs in q.hops.items() if h in live})
-        q2, sends = _assign(state, q, targets, base)
+        q2, sends = _assign(state, q, targets, base, kept)
         effects += sends
         if q2.hops:
             kept.append(q2)
