@@ -8,8 +8,8 @@ Forwarding has five steps: queueing, barrier checking, matching, routing and cle
 * *queueing* — a duplicate (by sequence vector, :mod:`gapless.impl.dft.seqvec`) whose
   processing completed is confirmed to its sender at once; one still queued gains the sender
   as another sender (lines 2-8) — and, if the entry waits for a target, the copy's own path
-  (it may allow a legitimate hop the first copy's did not; our addition). A new publication is appended to B's FIFO queue (line 10)
-  and stamped.
+  (it may allow a legitimate hop the first copy's did not; our addition). A new
+  publication is appended to B's FIFO queue (line 10) and stamped.
 * *barrier checking* — p is tagged with every pid in B's PT whose pnodes its source is on or
   beyond (lines 11-12).
 * *matching* — Match_p(B): the accepted subscriptions p matches (line 13). For a local one
