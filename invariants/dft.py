@@ -30,7 +30,8 @@ naive baseline) counts a subscription accepted when its subscriber connects.
   with no confirmation tags, published after acceptance) is delivered *before any failure
   heals* — bypassing the failures, not waiting for them [DFT §I, §II]. Publications from
   pairs whose failures leave that budget are judged on the other (safety) invariants only
-  and counted in :attr:`DFTChecker.out_of_budget`.
+  and counted in :attr:`DFTChecker.out_of_budget`. Nothing is owed to a subscriber after it
+  disconnects; a reconnect is a new connection, hence a new subscription.
 """
 
 from __future__ import annotations
@@ -125,6 +126,7 @@ class _Sub:
     connected: int
     accepted: int | None = None
     tags: frozenset[Any] | None = None
+    closed: bool = False
     delivered: dict[str, list[int]] = attrs.field(factory=dict)
     seen: set[tuple[str, int]] = attrs.field(factory=set)
 
@@ -186,6 +188,8 @@ class DFTChecker:
             if not self.ctx.reports_acceptance:
                 sub.accepted, sub.tags = r.time, frozenset()
                 self._accept(r.node, sid, r.time)
+        elif kind == "disconnect":
+            self._close(d.subscriber)
         elif kind == "publish":
             self.pubs.setdefault(d.pubend, []).append((r.time, d.attributes, r))
             self._expect(r, d.pubend, len(self.pubs[d.pubend]), d.attributes)
@@ -203,6 +207,14 @@ class DFTChecker:
         elif kind == "fault":
             return self._on_fault(r)
         return self.violation is not None
+
+    def _close(self, subscriber: str) -> None:
+        """A subscriber left: nothing more is owed to its connections."""
+        for sub in self.subs.values():
+            if sub.subscriber == subscriber and not sub.closed:
+                sub.closed = True
+                for k in [k for k in self.pending if k[0] == sub.sid]:
+                    del self.pending[k]
 
     def _accept(self, broker: str, sid: str, time: int) -> None:
         self.accepted_at.setdefault((broker, sid), time)
@@ -342,7 +354,7 @@ class DFTChecker:
     def _expect(self, r: TraceRecord, source: str, n: int, attributes: Mapping[str, Any]) -> None:
         """Publication ``(source, n)`` must reach every subscription accepted untagged."""
         for sub in self.subs.values():
-            if sub.accepted is None or sub.tags or sub.accepted > r.time:
+            if sub.closed or sub.accepted is None or sub.tags or sub.accepted > r.time:
                 continue
             if not self.ctx.matches(sub.filter, attributes):
                 continue

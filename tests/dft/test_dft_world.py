@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import pytest
+
 from gapless.models.faults import FaultEvent, FaultProfile, FaultSchedule
 from gapless.models.protocols import protocol
 from gapless.models.run import simulate
+from gapless.models.runner import generate_schedule
 from gapless.models.runspec import RunSpec
 from gapless.models.workload import WorkloadSpec
 
@@ -68,3 +71,35 @@ def test_short_seqvec_is_caught_in_the_world() -> None:
     assert out.invariant == "exactly_once"
     good = simulate(_spec(), _links("C1|C2"), 0)
     assert good.verdict == "out_of_budget", good.explanation  # C1-C2 touches S at C2
+
+
+def _zoo_spec(variant: str) -> RunSpec:
+    """``campaigns/dft-zoo.toml`` as a RunSpec."""
+    return RunSpec(
+        protocol="dft",
+        variant=variant,
+        topology="dft-fig1",
+        workload=WorkloadSpec(rate_per_pubend=10.0, filters="mixed", subscribers_per_shb=1),
+        faults=FaultProfile(rates=(("link_fail", 1.0), ("disconnect", 1.0)), swarm=True),
+        duration_us=4 * _S,
+        drain_us=2 * _S,
+    )
+
+
+@pytest.mark.parametrize(
+    ("variant", "seed", "invariant"),
+    [
+        ("untagged-confirmations", 11, "safety"),
+        ("deliver-tagged", 11, "safety"),
+        ("drop-local-target", 3, "gapless"),
+    ],
+)
+def test_the_zoo_campaign_catches_a_bug_at_its_pinned_seed(
+    variant: str, seed: int, invariant: str
+) -> None:
+    """Pinned: the first seed of ``campaigns/dft-zoo.toml`` that catches each bug (a
+    subscriber reconnects — a new subscription — while a link failure stands)."""
+    bad = simulate(_zoo_spec(variant), generate_schedule(_zoo_spec(variant), seed), seed)
+    assert (bad.verdict, bad.invariant) == ("violation", invariant), bad.explanation
+    good = simulate(_zoo_spec("none"), generate_schedule(_zoo_spec("none"), seed), seed)
+    assert good.verdict in ("pass", "out_of_budget"), good.explanation
