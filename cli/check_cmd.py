@@ -1,9 +1,11 @@
 """``gapless check TRACE``: judge a recorded trace file offline with the invariants.
 
-A trace file (format ``gapless-trace``, see :mod:`gapless.invariants.tracefile`) holds what the
-invariants observe — the subscriptions and topology, publishes, log writes, wire summaries,
-deliveries and faults. ``gapless simulate --scenario NAME --trace FILE`` writes one; another
-implementation's logs converted to the format can be judged the same way.
+A trace file (format ``gapless-trace``, see :mod:`gapless.invariants.tracefile`) names its
+protocol in its header; the registry (:mod:`gapless.models.protocols`) gives that protocol's
+reader and invariants. The file holds what the invariants observe — the subscriptions and
+topology, publishes, log writes, wire summaries, deliveries and faults. ``gapless simulate
+--scenario NAME --trace FILE`` writes one; another implementation's logs converted to the
+format can be judged the same way.
 
 Exit codes: 0 every invariant holds; 1 a violation (explained: the invariant, where, the tick
 and the records that show it); 2 bad input (a missing or malformed file, an unknown
@@ -35,21 +37,26 @@ __all__ = ["check"]
 @click.option("--json", "as_json", is_flag=True, help="Print the verdict as one JSON object.")
 def check(trace: str, names: tuple[str, ...], no_liveness: bool, as_json: bool) -> None:
     """Check the recorded trace file TRACE against the invariants."""
-    from gapless.invariants import INVARIANTS
-    from gapless.invariants.tracefile import check_trace_file
+    from gapless.impl.errors import ProtocolMisuse
+    from gapless.invariants.tracefile import read_protocol
+    from gapless.models.protocols import protocol
     from gapless.spec.filters import reference_matcher
 
     try:
-        tf, violation = check_trace_file(
+        entry = protocol(read_protocol(trace))
+        if entry.trace_check is None:
+            raise ValueError(f"protocol {entry.name!r} has no trace-file format yet")
+        tf, violation = entry.trace_check(
             trace,
             names,
             matches=reference_matcher(),
             live_end=False if no_liveness else None,
         )
-    except ValueError as exc:  # a malformed file (TraceFileError) or an unknown invariant
+    except (ValueError, ProtocolMisuse) as exc:
+        # a malformed file (TraceFileError), an unknown protocol or invariant
         click.echo(f"gapless check: {exc}", err=True)
         raise SystemExit(2) from None
-    checked = list(names or INVARIANTS)
+    checked = list(names or entry.invariants)
     liveness = (tf.live_end and not no_liveness) and "liveness" in checked
     if not liveness and "liveness" in checked:
         checked.remove("liveness")

@@ -71,6 +71,7 @@ def replay(
             raise SystemExit(2)
     replayed = run_replay(cx)
     click.echo(format_timeline(replayed, last=None if show_all else last))
+    click.echo(f"trace digest: {replayed.digest}")
     if diagram is not None:
         Path(diagram).write_text(mermaid(replayed), encoding="utf-8")
         click.echo(f"diagram: {diagram}")

@@ -129,7 +129,11 @@ def simulate(
     sc, outcome, m = run_scenario(name)
     if plot is not None:
         plot_scenario(outcome, m, plot)
-    if trace_file is not None:
+    if trace_file is not None and sc.protocol == "zmq":
+        from gapless.models.zmq_protocol import write_world_trace
+
+        write_world_trace(trace_file, sc, outcome)
+    elif trace_file is not None:
         from gapless.invariants.tracefile import write_trace
         from gapless.models.run import run_context
 
@@ -139,6 +143,7 @@ def simulate(
             outcome.trace or (),
             live_end=True,
             meta={"scenario": name, "seed": 0, "trace_digest": outcome.trace_digest},
+            protocol=sc.protocol,
         )
     if as_json:
         click.echo(json.dumps(m, indent=2, sort_keys=True))
@@ -155,6 +160,12 @@ def _print_human(m: dict[str, Any], outcome: Any) -> None:
     t = Table(title=f"gapless simulate {m['scenario']}")
     t.add_column("figure")
     t.add_column("value")
+    if "nacks" not in m:  # another protocol's figures: print them as they are
+        for k, v in m.items():
+            if k not in ("scenario", "pass_marks", "pass"):
+                t.add_row(k, json.dumps(v) if isinstance(v, list | dict) else str(v))
+        _print_marks(console, t, m, outcome)
+        return
     for k in (
         "verdict",
         "published",
@@ -173,6 +184,12 @@ def _print_human(m: dict[str, Any], outcome: Any) -> None:
     t.add_row("nacks", json.dumps({k: v for k, v in m["nacks"].items() if v}))
     t.add_row("nack_range_ms", json.dumps({k: v for k, v in m["nack_range_ms"].items() if v}))
     t.add_row("nack_targets", json.dumps({k: v for k, v in m["nack_targets"].items() if v}))
+    _print_marks(console, t, m, outcome)
+
+
+def _print_marks(console: Any, t: Any, m: dict[str, Any], outcome: Any) -> None:
+    from rich.table import Table
+
     console.print(t)
     marks = Table(title="pass marks")
     marks.add_column("claim")

@@ -194,7 +194,6 @@ class TraceRecord:
 # --------------------------------------------------------------------------------------------
 
 _MEMO_MAX: Final = 200_000
-_memo: dict[int, tuple[Any, str]] = {}
 _kinds: dict[type, tuple[str, tuple[str, ...]]] = {}
 # kind codes: "a" frozen attrs (memoised), "A" mutable attrs, "m" immutable mapping (memoised),
 # "M" mutable mapping, "s" immutable set (memoised), "S" mutable set, "q" sequence, "o" other
@@ -250,18 +249,19 @@ def _kind(t: type) -> tuple[str, tuple[str, ...]]:
     return got
 
 
-_attrs_encoders: dict[type, Callable[[Any], str]] = {}
+_attrs_encoders: dict[type, Callable[[Any, Callable[[Any], str]], str]] = {}
 
 
-def _attrs_encoder(cls: type, names: tuple[str, ...]) -> Callable[[Any], str]:
+def _attrs_encoder(cls: type, names: tuple[str, ...]) -> Callable[[Any, Callable[[Any], str]], str]:
     """The canonical encoder of one attrs class: ``@Name(f1=...f2=...)``, each field encoded
-    inline when it is a str, int, None, bool or empty tuple and by :func:`_encode` otherwise.
+    inline when it is a str, int, None, bool or empty tuple and by the ``encode`` it is
+    given otherwise.
     Generated once per class, one unrolled block per field (as attrs generates its own
     methods), instead of a loop over the field names for every value; field names are
     identifiers and the class name is only embedded through ``repr``."""
     if not all(n.isidentifier() for n in names):
         raise ProtocolMisuse(f"canonical: {cls.__name__} has a field that is not an identifier")
-    lines = ["def enc(value):"]
+    lines = ["def enc(value, encode):"]
     for i, n in enumerate(names):
         lines += [
             f"    v = value.{n}",
@@ -281,90 +281,115 @@ def _attrs_encoder(cls: type, names: tuple[str, ...]) -> Callable[[Any], str]:
         ]
     joined = ", ".join(f"p{i}" for i in range(len(names)))
     lines.append(f"    return ''.join((head, {joined}, ')'))" if names else "    return head + ')'")
-    scope: dict[str, Any] = {"encode": _encode, "head": f"@{cls.__name__}("}
+    scope: dict[str, Any] = {"head": f"@{cls.__name__}("}
     exec(compile("\n".join(lines), f"<canonical {cls.__name__}>", "exec"), scope)
-    fn: Callable[[Any], str] = scope["enc"]
+    fn: Callable[[Any, Callable[[Any], str]], str] = scope["enc"]
     return fn
 
 
-def _encode(value: Any) -> str:
-    t = type(value)
-    if t is int:
-        return f"i{value};"
-    if t is str:
-        return f"s{len(value)}:{value}"
-    if value is None:
-        return "N"
-    if t is bool:
-        return "T" if value else "F"
-    if t is tuple:
-        parts = ["("]
-        for v in value:
-            tv = type(v)
-            if tv is int:
-                parts.append(f"i{v};")
-            elif tv is str:
-                parts.append(f"s{len(v)}:{v}")
-            elif tv is tuple and len(v) == 2 and type(v[0]) is int and type(v[1]) is int:
-                parts.append(f"(i{v[0]};i{v[1]};)")  # a tick range
-            else:
-                parts.append(_encode(v))
-        parts.append(")")
-        return "".join(parts)
-    if t is float:
-        return f"f{value!r};"
-    got = _kinds.get(t)
-    code, names = got if got is not None else _kind(t)
-    if code == "e":
-        return f"e{t.__name__}.{value.name};"
-    if code == "B":
-        return "T" if value else "F"
-    if code == "I":
-        return f"i{int(value)};"
-    if code == "X":
-        return f"s{len(value)}:{value}"
-    if code == "R":
-        return f"f{float(value)!r};"
-    if code == "b":
-        return f"b{value.hex()};"
-    memo = code in ("a", "m", "s")
-    if memo:
-        hit = _memo.get(id(value))
-        if hit is not None and hit[0] is value:
+@final
+class _Encoder:
+    """The canonical encoder with its own identity memo: one per digest, so nothing it
+    remembers outlives the run it encodes (frozen values and immutable containers are
+    encoded once per run and found again by identity)."""
+
+    __slots__ = ("encode", "memo")
+
+    def __init__(self) -> None:
+        self.memo: dict[int, tuple[Any, str]] = {}
+        self.encode: Callable[[Any], str] = self._encode
+
+    def _encode(self, value: Any) -> str:
+        t = type(value)
+        if t is int:
+            return f"i{value};"
+        if t is str:
+            return f"s{len(value)}:{value}"
+        if value is None:
+            return "N"
+        if t is bool:
+            return "T" if value else "F"
+        if t is tuple:
+            parts = ["("]
+            for v in value:
+                tv = type(v)
+                if tv is int:
+                    parts.append(f"i{v};")
+                elif tv is str:
+                    parts.append(f"s{len(v)}:{v}")
+                elif tv is tuple and len(v) == 2 and type(v[0]) is int and type(v[1]) is int:
+                    parts.append(f"(i{v[0]};i{v[1]};)")  # a tick range
+                else:
+                    parts.append(self.encode(v))
+            parts.append(")")
+            return "".join(parts)
+        if t is float:
+            return f"f{value!r};"
+        got = _kinds.get(t)
+        code, names = got if got is not None else _kind(t)
+        if code == "e":
+            return f"e{t.__name__}.{value.name};"
+        if code == "B":
+            return "T" if value else "F"
+        if code == "I":
+            return f"i{int(value)};"
+        if code == "X":
+            return f"s{len(value)}:{value}"
+        if code == "R":
+            return f"f{float(value)!r};"
+        if code == "b":
+            return f"b{value.hex()};"
+        memo = code in ("a", "m", "s")
+        if memo:
+            hit = self.memo.get(id(value))
+            if hit is not None and hit[0] is value:
+                return hit[1]
+        if code in ("a", "A", "t"):
+            enc = _attrs_encoders.get(t)
+            if enc is None:
+                enc = _attrs_encoders[t] = _attrs_encoder(t, names)
+            text = enc(value, self.encode)
+        elif code in ("m", "M"):
+            enc_ = self.encode
+            items = sorted([(enc_(k), enc_(v)) for k, v in value.items()])
+            text = "{" + "".join([f"{k}:{v}" for k, v in items]) + "}"
+        elif code in ("s", "S"):
+            text = "<" + "".join(sorted([self.encode(v) for v in value])) + ">"
+        elif code == "q":
+            text = "(" + "".join([self.encode(v) for v in value]) + ")"
+        else:
+            rep = repr(value)
+            if " at 0x" in rep:
+                raise ProtocolMisuse(
+                    f"canonical: cannot encode {t.__name__} value {rep!r} stably; allowed: "
+                    "None, bool, int, str, float, bytes, enums, attrs classes, mappings, sets, "
+                    "sequences and values with an address-free repr"
+                )
+            text = f"r{t.__name__}:{rep};"
+        if memo:
+            if len(self.memo) >= _MEMO_MAX:
+                self.memo.clear()
+            self.memo[id(value)] = (value, text)
+        return text
+
+    def encode_to(self, to: Any) -> str:
+        """The encoding of a cohort's ``to``, memoised by identity (the SHB reuses one tuple
+        for as long as its matching subscribers and their connections stay the same)."""
+        hit = self.memo.get(id(to))
+        if hit is not None and hit[0] is to:
             return hit[1]
-    if code in ("a", "A", "t"):
-        enc = _attrs_encoders.get(t)
-        if enc is None:
-            enc = _attrs_encoders[t] = _attrs_encoder(t, names)
-        text = enc(value)
-    elif code in ("m", "M"):
-        items = sorted([(_encode(k), _encode(v)) for k, v in value.items()])
-        text = "{" + "".join([f"{k}:{v}" for k, v in items]) + "}"
-    elif code in ("s", "S"):
-        text = "<" + "".join(sorted([_encode(v) for v in value])) + ">"
-    elif code == "q":
-        text = "(" + "".join([_encode(v) for v in value]) + ")"
-    else:
-        rep = repr(value)
-        if " at 0x" in rep:
-            raise ProtocolMisuse(
-                f"canonical: cannot encode {t.__name__} value {rep!r} stably; allowed: "
-                "None, bool, int, str, float, bytes, enums, attrs classes, mappings, sets, "
-                "sequences and values with an address-free repr"
-            )
-        text = f"r{t.__name__}:{rep};"
-    if memo:
-        if len(_memo) >= _MEMO_MAX:
-            _memo.clear()
-        _memo[id(value)] = (value, text)
-    return text
+        text = self.encode(to)
+        if len(self.memo) >= _MEMO_MAX:
+            self.memo.clear()
+        self.memo[id(to)] = (to, text)
+        return text
 
 
 def canonical(value: Any) -> str:
     """The canonical text encoding of ``value`` (stable across processes and hash seeds).
-    Frozen attrs values and immutable pyrsistent containers are encoded once and memoised
-    by identity (they cannot change)."""
-    return _encode(value)
+    Within one encoding, frozen attrs values and immutable pyrsistent containers are encoded
+    once and found again by identity (they cannot change)."""
+    return _Encoder().encode(value)
 
 
 _DELIVER_FAST: Final = tuple(f.name for f in attrs.fields(Deliver)) == (
@@ -392,27 +417,15 @@ def _encode_key3(key: Any) -> str | None:
     return None
 
 
-def _encode_to(to: Any) -> str:
-    """``_encode`` of a cohort's ``to``, memoised by identity (the SHB reuses one tuple for
-    as long as its matching subscribers and their connections stay the same)."""
-    hit = _memo.get(id(to))
-    if hit is not None and hit[0] is to:
-        return hit[1]
-    text = _encode(to)
-    if len(_memo) >= _MEMO_MAX:
-        _memo.clear()
-    _memo[id(to)] = (to, text)
-    return text
-
-
 @final
 class TraceDigest:
     """An incremental sha256 over the canonical encoding of trace records."""
 
-    __slots__ = ("_h", "records")
+    __slots__ = ("_enc", "_h", "records")
 
     def __init__(self) -> None:
         self._h = hashlib.sha256()
+        self._enc = _Encoder()
         self.records = 0
 
     def add(self, record: TraceRecord) -> None:
@@ -422,6 +435,7 @@ class TraceDigest:
     def add_fields(self, seq: int, time: int, node: str, kind: str, d: Any) -> None:
         """Fold in the record with these fields (what :meth:`add` does, without building a
         :class:`TraceRecord` when nobody else reads it)."""
+        _encode = self._enc.encode
         if type(d) is Deliver and _DELIVER_FAST:
             # the hot record (one per subscriber per message): the same text as _encode, built
             # inline; the payload is shared by the whole cohort and memoised
@@ -436,7 +450,7 @@ class TraceDigest:
         elif type(d) is DeliverCohort and _COHORT_FIELDS == ("pubend", "tick", "payload", "to"):
             text = (
                 f"@DeliverCohort(pubend={_encode(d.pubend)}tick={_encode(d.tick)}"
-                f"payload={_encode(d.payload)}to={_encode_to(d.to)})"
+                f"payload={_encode(d.payload)}to={self._enc.encode_to(d.to)})"
             )
         elif type(d) is Persist and _PERSIST_FAST and type(d.delay) is int:
             # one per published message at its pubend: the same text as _encode, inline
@@ -539,6 +553,8 @@ class CountersBuilder:
             self.published += 1
         elif k == "deliver":
             d = r.detail
+            if type(d) is Deliver and d.kind != "event":
+                return  # a silence or gap message delivers no event [DUR §2]
             n = len(d.to) if type(d) is DeliverCohort else 1
             self.delivered += n
             t0 = self._publish_time_of(d)
@@ -549,6 +565,8 @@ class CountersBuilder:
                     self._lat.extend([r.time - t0] * n)
         elif k == "send":
             w = r.detail.wire
+            if type(w) is not Wire:  # another protocol's own summary: no nacks to count
+                return
             if w.kind == "nack":
                 self.nacks += 1
                 self.nack_range += _range_len(w.nack_ranges)

@@ -12,14 +12,17 @@ verdict the online checker gave, and so that a trace produced by *another* imple
 
 Format ``gapless-trace``, version 1 (UTF-8, one JSON object per line):
 
-* line 1, the header: ``{"format": "gapless-trace", "version": 1, "context": {...},
-  "live_end": bool, "meta": {...}}``. ``context`` holds ``subscriptions`` (a list of
-  ``{"name", "shb", "filter", "order"}``; ``filter`` in the filter language of
-  :mod:`gapless.impl.filters`), ``cell_of`` (broker -> cell), ``cell_tree`` (a list of
-  ``[parent_cell, child_cell]``), ``pubend_host`` (pubend -> broker), ``merged`` (the
-  pubends of a total-order group), ``roles`` (broker -> ``"phb"``, ``"ib"`` or ``"shb"``) and
-  ``min_repetition_us``. ``live_end``: the trace ends with every fault healed and the network
-  drained, so liveness is judged at its end. ``meta`` is free-form (scenario, seed, digest).
+* line 1, the header: ``{"format": "gapless-trace", "version": 1, "protocol": "gd", "context":
+  {...}, "live_end": bool, "meta": {...}}``. ``protocol`` names the registered protocol whose
+  invariants judge the file (``gapless check`` finds it in the registry); a header without it
+  is guaranteed delivery's (files written before it was recorded). ``context`` holds
+  ``subscriptions`` (a list of ``{"name", "shb", "filter", "order"}``; ``filter`` in the
+  filter language of :mod:`gapless.impl.filters`), ``cell_of`` (broker -> cell), ``cell_tree``
+  (a list of ``[parent_cell, child_cell]``), ``pubend_host`` (pubend -> broker), ``merged``
+  (the pubends of a total-order group), ``roles`` (broker -> ``"phb"``, ``"ib"`` or ``"shb"``)
+  and ``min_repetition_us``. ``live_end``: the trace ends with every fault healed and the
+  network drained, so liveness is judged at its end. ``meta`` is free-form (scenario, seed,
+  digest).
 * every other line, one record: ``{"seq", "time", "node", "kind", "detail"}`` with ``kind``
   one of :data:`~gapless.impl.trace.RECORD_KINDS` and ``detail`` by kind:
 
@@ -136,12 +139,14 @@ class Note:
 @final
 @attrs.frozen(kw_only=True)
 class TraceFile:
-    """A trace file read back: its context, records, ``live_end`` flag and meta."""
+    """A trace file read back: its context, records, ``live_end`` flag, meta and the
+    protocol its header names."""
 
     context: CheckContext
     records: tuple[TraceRecord, ...]
     live_end: bool
     meta: Mapping[str, Any]
+    protocol: str = "gd"
 
 
 # --------------------------------------------------------------------------------------------
@@ -275,6 +280,7 @@ def write_trace(
     *,
     live_end: bool = True,
     meta: Mapping[str, Any] | None = None,
+    protocol: str = "gd",
 ) -> int:
     """Write ``records`` with ``context`` to ``path`` in the ``gapless-trace`` format; returns
     the number of records. The file appears whole or not at all (written to a temporary file
@@ -283,6 +289,7 @@ def write_trace(
     header = {
         "format": FORMAT,
         "version": VERSION,
+        "protocol": protocol,
         "context": _context_out(context),
         "live_end": bool(live_end),
         "meta": dict(meta or {}),
@@ -640,6 +647,9 @@ def read_trace(path: str | os.PathLike[str], *, matches: Callable[[str, Any], bo
     if type(live_end) is not bool:
         raise rd.fail(f"live_end must be true or false, not {live_end!r}")
     meta = rd.obj("meta", header.get("meta", {}))
+    proto = header.get("protocol", "gd")
+    if type(proto) is not str or not proto:
+        raise rd.fail(f"protocol must be a protocol name, not {proto!r}")
     records: list[TraceRecord] = []
     last_seq = -1
     last_time = 0
@@ -662,7 +672,29 @@ def read_trace(path: str | os.PathLike[str], *, matches: Callable[[str, Any], bo
             )
         )
         last_seq, last_time = seq, time
-    return TraceFile(context=context, records=tuple(records), live_end=live_end, meta=meta)
+    return TraceFile(
+        context=context, records=tuple(records), live_end=live_end, meta=meta, protocol=proto
+    )
+
+
+def read_protocol(path: str | os.PathLike[str]) -> str:
+    """The protocol a trace file's header names (``"gd"`` when it names none), read from
+    the header line alone; a file that is not a trace raises :class:`TraceFileError`."""
+    p = Path(path)
+    if not p.is_file():
+        raise TraceFileError(f"{p}: no such trace file")
+    first = next(_lines(p), None)
+    if first is None:
+        raise TraceFileError(f"{p}: empty file; a trace starts with its header line")
+    ln, text = first
+    rd = _Reader(ln)
+    header = rd.obj("the header", _parse(rd, text))
+    if header.get("format") != FORMAT:
+        raise rd.fail(f"format {header.get('format')!r} is not {FORMAT!r}")
+    proto = header.get("protocol", "gd")
+    if type(proto) is not str or not proto:
+        raise rd.fail(f"protocol must be a protocol name, not {proto!r}")
+    return proto
 
 
 def _parse(rd: _Reader, text: str) -> Any:

@@ -9,9 +9,10 @@ functions of the sans-IO contract (DESIGN.md), how a published workload message 
 looking at role state: :meth:`Binding.wire` (what a message on the wire says),
 :meth:`Binding.logged` (which pubend tick and attributes a ``Persist`` writes) and
 :meth:`Binding.payload_attributes` (the attributes of a delivered payload). It also carries
-the network timing the protocol's configuration documents (link delay and jitter, the period
-of world-generated link status — 0 when the roles exchange status messages themselves) and
-the minimum nack repetition interval the conformance invariants need.
+the period of world-generated link status (0 when the roles exchange status messages
+themselves) and the minimum nack repetition interval the conformance invariants need. The
+network's own timing (link delay and jitter) belongs to the world, set by the run's spec
+(``RunSpec.link_delay_us``, ``RunSpec.link_jitter_us``), not to any protocol.
 """
 
 from __future__ import annotations
@@ -31,8 +32,6 @@ class Binding(Protocol):
     """A protocol as the world drives it (see module doc). Every node gets ``Restart()`` at
     time 0 (boot)."""
 
-    link_delay_us: int
-    link_jitter_us: int
     status_period_us: int
     min_repetition_us: int
 
@@ -52,8 +51,9 @@ class Binding(Protocol):
         """The ``Publish`` input of a workload message."""
         ...
 
-    def wire(self, msg: Any) -> Wire:
-        """The protocol-neutral summary of a message."""
+    def wire(self, msg: Any) -> Wire | Any:
+        """The summary of a message on the wire: GD's :class:`~gapless.impl.trace.Wire`, or
+        the protocol's own frozen summary class (its registry entry's ``wire_schema``)."""
         ...
 
     def logged(self, persist: Persist) -> tuple[str, int, Mapping[str, Any]] | None:
@@ -64,7 +64,15 @@ class Binding(Protocol):
         """The attributes of a delivered payload (None when it carries none)."""
         ...
 
-    # Optional (looked up with getattr): ``coverage(before, after, input) -> Iterable[str]``
-    # labels a state change; ``effect_labels(effect) -> tuple[str, ...] | None`` labels a
-    # protocol-specific effect (e.g. GD's ``Observe``) that the world counts as coverage
-    # instead of rejecting it.
+    # Optional (looked up with getattr):
+    # * ``coverage(before, after, input) -> Iterable[str]`` labels a state change;
+    #   ``effect_labels(effect) -> tuple[str, ...] | None`` labels a protocol-specific effect
+    #   (e.g. GD's ``Observe``). The world counts both beside the trace, never in it.
+    # * ``resume_token(subscriber, consumed) -> Any``: the token a (re)connecting subscriber
+    #   presents in ``Connect.resume``, from ``consumed`` (pubend -> highest tick delivered to
+    #   it so far) — durable subscriptions' checkpoint token CT(s) [DUR §2].
+    # * ``durable(persist) -> str | None``: what a ``Persist`` makes durable once it completes
+    #   (e.g. ``"log"``, ``"checkpoint"``, ``"release"``), None for a write the invariants need
+    #   not know. Every ``Persist`` completes ``delay`` µs later unless its node crashes
+    #   first: a crash loses exactly the writes that had not completed; ``crash(state)``
+    #   keeps exactly what completed writes made durable.

@@ -10,8 +10,8 @@ Theory of operation
   edges, subscribers with their filters and — for a total-order topology — the merge group
   ``"total"`` of the merged pubends [GD §2.3, Figure 1];
 * configuration: :class:`~gapless.impl.gd.config.GDConfig` with the run's overrides
-  (``RunSpec.config``); its documented link delay, jitter and link-status period drive the
-  network, its minimum repetition interval the nack-consolidation invariant;
+  (``RunSpec.config``); its minimum repetition interval drives the nack-consolidation
+  invariant (link delay and jitter are the world's, from the run spec);
 * policy: the variant's policy (``RunSpec.variant``; ``"none"`` is the paper's);
 * decoders: a ``Persist`` whose value carries a ``data`` (:class:`~gapless.impl.gd.messages.Data`)
   logs that message; a delivered payload is a ``Data`` whose ``attributes`` the invariants
@@ -86,8 +86,6 @@ class GDBinding:
         self.handle = gd.handle
         self.crash = gd.crash
         self._observe = getattr(gd, "Observe", None)
-        self.link_delay_us = int(config.link_delay_us)
-        self.link_jitter_us = int(config.link_jitter_us)
         # the roles exchange LinkStatus messages on their own timer [GD §3.1]; the world only
         # reports link failures and heals
         self.status_period_us = 0

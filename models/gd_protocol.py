@@ -21,6 +21,7 @@ from gapless.impl.gd.variants import VARIANTS
 from gapless.impl.trace import Wire
 from gapless.invariants import INVARIANTS
 from gapless.invariants.checker import Checker
+from gapless.invariants.tracefile import check_trace_file
 from gapless.models.faults import FAULT_KINDS
 from gapless.models.gd_binding import check_context, make_binding
 from gapless.models.gd_scenarios import SCENARIOS
@@ -47,9 +48,18 @@ ENTRY: Final = ProtocolEntry(
     scenarios=tuple(SCENARIOS.values()),
     fault_kinds=tuple(FAULT_KINDS),
     invariants=tuple(INVARIANTS),
-    safety_invariants=("safety", "order", "total_order", "logged_first", "exactly_once", "no_e"),
+    safety_invariants=(
+        "safety",
+        "order",
+        "total_order",
+        "logged_first",
+        "exactly_once",
+        "no_e",
+        "minimal_traffic",
+    ),
     context=check_context,
     checker=Checker,
     wire_schema=Wire,
+    trace_check=check_trace_file,
 )
 """GD's registry entry."""

@@ -26,7 +26,9 @@ there by name (``gapless fuzz --protocol NAME``, ``gapless zoo --protocol NAME``
   ``publish_time(pubend, tick)``, ``restrict(names)``);
 * ``wire_schema`` — the protocol's own frozen summary class of a message on the wire
   (``binding.wire(msg)`` returns one; trace files carry it under this schema) and
-  ``trace_decoders`` — record kind -> decoder of that record's JSON detail, for trace files.
+  ``trace_check(path, names, *, matches, live_end)`` — its trace-file reader and judge (the
+  decoders of its records), which ``gapless check`` calls for a file whose header names the
+  protocol (``None``: the protocol has no trace-file format yet).
 
 The table of registered protocols is :mod:`gapless.models.protocols`; this module holds only
 the types, so a protocol's own modules can build their entry without importing the table.
@@ -92,7 +94,7 @@ class ProtocolEntry:
     context: Callable[[nx.Graph, Any, Any, Callable[[str, Any], bool]], Any]
     checker: Callable[[Any, tuple[str, ...]], Any]
     wire_schema: type
-    trace_decoders: Mapping[str, Callable[[Any], Any]] = attrs.field(factory=dict)
+    trace_check: Callable[..., Any] | None = None
     within_budget: Callable[[nx.Graph, tuple[FaultEvent, ...]], bool] | None = None
 
     def __attrs_post_init__(self) -> None:
@@ -154,6 +156,7 @@ class ProtocolEntry:
             "topologies": sorted(self.topologies),
             "fault_kinds": list(self.fault_kinds),
             "fault_budget": self.within_budget is not None,
+            "trace_files": self.trace_check is not None,
             "wire_schema": {
                 "name": self.wire_schema.__name__,
                 "fields": [a.name for a in attrs.fields(self.wire_schema)],

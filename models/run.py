@@ -68,11 +68,13 @@ def validate_spec(spec: RunSpec) -> ProtocolEntry:
 
 
 def build(
-    spec: RunSpec, seed: int, binding: Binding | None = None
+    spec: RunSpec, seed: int, binding: Binding | None = None, entry: ProtocolEntry | None = None
 ) -> tuple[ProtocolEntry, nx.Graph, Workload, Binding]:
     """The registry entry, topology, workload and binding of the run of ``spec`` with
-    ``seed`` (``binding`` given: used as is, e.g. a test's toy protocol)."""
-    entry = validate_spec(spec)
+    ``seed`` (``binding`` or ``entry`` given: used as they are, e.g. a test's toy protocol
+    that is not registered)."""
+    if entry is None:
+        entry = validate_spec(spec)
     graph = entry.topology(spec.topology)
     workload = generate_workload(spec.workload, graph, duration_us=spec.duration_us, seed=seed)
     if binding is None:
@@ -101,11 +103,12 @@ class Run:
         record_trace: bool = False,
         binding: Binding | None = None,
         matches: Callable[[str, Any], bool] | None = None,
+        entry: ProtocolEntry | None = None,
     ) -> None:
         self.spec = spec
         self.schedule = schedule
         self.record_trace = record_trace
-        entry, graph, workload, binding = build(spec, seed, binding)
+        entry, graph, workload, binding = build(spec, seed, binding, entry)
         self.entry = entry
         self.graph = graph
         self.binding = binding
@@ -134,6 +137,8 @@ class Run:
             observer=observe if online else None,
             record=record_trace or not online,
             max_events=spec.max_events,
+            link_delay_us=spec.link_delay_us,
+            link_jitter_us=spec.link_jitter_us,
         )
         if entry.within_budget is not None:
             self.world.fault_hook = self._budget
@@ -199,9 +204,18 @@ def simulate(
     record_trace: bool = False,
     binding: Binding | None = None,
     matches: Callable[[str, Any], bool] | None = None,
+    entry: ProtocolEntry | None = None,
 ) -> RunOutcome:
     """Run ``spec`` and judge it. ``binding`` and ``matches`` default to the spec's protocol
-    binding and the reference filter evaluator."""
-    run = Run(spec, schedule, seed, record_trace=record_trace, binding=binding, matches=matches)
+    binding and the reference filter evaluator; ``entry`` to the registered protocol."""
+    run = Run(
+        spec,
+        schedule,
+        seed,
+        record_trace=record_trace,
+        binding=binding,
+        matches=matches,
+        entry=entry,
+    )
     run.world.run(duration_us=spec.duration_us, drain_us=spec.drain_us)
     return run.outcome()

@@ -12,8 +12,10 @@ Plain, frozen, cattrs-serialisable values, below everything that runs them:
   healed: then liveness is judged), ``invariants`` (names; empty = all of the protocol's),
   ``online`` (check while running), ``config`` (overrides of the protocol's configuration
   fields, as ``(name, value)`` pairs), ``max_events`` (a deterministic event budget:
-  exceeding it gives verdict ``timeout``). Its structure is checked here; its names are
-  checked against the registry when it is run or read (:func:`gapless.models.run.validate_spec`).
+  exceeding it gives verdict ``timeout``), ``link_delay_us`` and ``link_jitter_us`` (the
+  network's one-way delay and jitter: the world's, not a protocol's). Its structure is
+  checked here; its names are checked against the registry when it is run or read
+  (:func:`gapless.models.run.validate_spec`).
 * :class:`RunOutcome` — ``verdict`` (one of :data:`VERDICTS`), ``invariant``,
   ``explanation``, ``counters``, ``trace_digest`` (of digest version ``digest_version``),
   ``coverage`` (counted beside the trace, not in it), the violation and the trace when
@@ -70,12 +72,19 @@ class RunSpec:
     online: bool = True
     config: tuple[tuple[str, Any], ...] = ()
     max_events: int = 5_000_000
+    link_delay_us: int = 1_000
+    link_jitter_us: int = 200
 
     def __attrs_post_init__(self) -> None:
         if self.duration_us <= 0 or self.drain_us < 0 or self.max_events <= 0:
             raise RunSpecError(
                 "RunSpec: need duration_us > 0, drain_us >= 0, max_events > 0; got "
                 f"{self.duration_us}, {self.drain_us}, {self.max_events}"
+            )
+        if self.link_delay_us < 0 or self.link_jitter_us < 0:
+            raise RunSpecError(
+                "RunSpec: need link_delay_us >= 0 and link_jitter_us >= 0; got "
+                f"{self.link_delay_us}, {self.link_jitter_us}"
             )
 
 

@@ -61,6 +61,7 @@ from gapless.impl.effects import (
     Rejected,
     Send,
     SetTimer,
+    deliveries,
 )
 from gapless.impl.errors import ProtocolMisuse
 from gapless.impl.inputs import (
@@ -143,6 +144,8 @@ class World:
         observer: Observer | None = None,
         record: bool = False,
         max_events: int = 5_000_000,
+        link_delay_us: int = 1_000,
+        link_jitter_us: int = 200,
     ) -> None:
         self.graph = graph
         self.binding = binding
@@ -182,12 +185,18 @@ class World:
         self.connected: dict[str, bool] = {}
         self.sub_faults: dict[str, int] = {}
         self.active: dict[int, bool] = {}
-        self.delay = binding.link_delay_us
-        self.jitter = binding.link_jitter_us
+        self.delay = link_delay_us
+        self.jitter = link_jitter_us
         self._has_coverage = hasattr(binding, "coverage")
         self._effect_labels: Callable[[Any], tuple[str, ...] | None] | None = getattr(
             binding, "effect_labels", None
         )
+        self._resume_token: Callable[[str, dict[str, int]], Any] | None = getattr(
+            binding, "resume_token", None
+        )
+        self.consumed: dict[str, dict[str, int]] = {}
+        """Per subscriber, per pubend: the highest tick delivered to it (what a client that
+        keeps its own checkpoint has consumed; kept only for bindings with ``resume_token``)."""
 
     # ---------------------------------------------------------------- plumbing
 
@@ -237,6 +246,10 @@ class World:
             self._push(self.now + max(0, eff.delay), _PERSISTED, node.name, eff.key, node.epoch)
         elif t is Deliver or t is DeliverCohort:
             self._rec(node.name, "deliver", eff)
+            if self._resume_token is not None:
+                for d in deliveries(eff):
+                    got = self.consumed.setdefault(d.subscriber, {})
+                    got[d.pubend] = max(got.get(d.pubend, -1), d.tick)
         elif t is Rejected:
             self._rec(node.name, "rejected", eff)
         else:
@@ -363,7 +376,10 @@ class World:
         n = self.conn.get(sub, -1) + 1
         self.conn[sub] = n
         self.connected[sub] = True
-        inp = Connect(subscriber=sub, filter=s.filter, connection=n)
+        resume = None
+        if self._resume_token is not None:
+            resume = self._resume_token(sub, dict(sorted(self.consumed.get(sub, {}).items())))
+        inp = Connect(subscriber=sub, filter=s.filter, connection=n, resume=resume)
         self._rec(s.shb, "connect", inp)
         self._input(node, inp)
 

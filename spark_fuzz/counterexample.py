@@ -25,6 +25,7 @@ import attrs
 import cattrs
 
 from gapless.impl.errors import GaplessError
+from gapless.impl.trace import DIGEST_VERSION
 from gapless.spark_fuzz.backend import Backend, BackendError, Outcome, load_backend
 from gapless.spark_fuzz.config import CampaignConfig, canonical_json
 from gapless.spark_fuzz.execute import prepare
@@ -71,6 +72,10 @@ class Counterexample:
     workload_scale: float
     trace_digest: str
     shrink_runs: int
+    digest_version: int = 1
+    """The trace-digest version ``trace_digest`` was computed under
+    (:data:`gapless.impl.trace.DIGEST_VERSION`); files written before versions were recorded
+    are version 1. Digests compare only within one version."""
 
 
 _CONVERTER: Final = cattrs.Converter(forbid_extra_keys=True)
@@ -123,6 +128,7 @@ def shrink_seed(
         workload_scale=result.workload_scale,
         trace_digest=result.outcome.trace_digest,
         shrink_runs=result.runs,
+        digest_version=DIGEST_VERSION,
     )
 
 
@@ -229,20 +235,35 @@ def load_counterexample(path: str | Path) -> Counterexample:
 @final
 @attrs.frozen(kw_only=True)
 class Replay:
+    """A replayed counterexample. ``digest`` says how its recorded trace digest compared:
+    ``"match"``, ``"mismatch"``, ``"none recorded"``, or ``"older version N"`` (recorded
+    under an older digest version: not compared, never reported as a mismatch)."""
+
     counterexample: Counterexample
     outcome: Outcome
     reproduced: bool
     backend: Backend
+    digest: str = "none recorded"
 
 
 def replay(cx: Counterexample) -> Replay:
     """Re-run ``cx`` with its trace recorded. ``reproduced`` is true when the same invariant
-    is violated again (and the trace digest matches, when one was recorded)."""
+    is violated again and, when a digest of the current version was recorded, the trace
+    digest matches."""
     backend = load_backend(cx.protocol, cx.backend)
     spec = backend.spec_from_data(cx.spec)
     schedule = backend.schedule_from_data(cx.schedule)
     outcome = backend.run(spec, schedule, cx.seed, record_trace=True)
     reproduced = outcome.verdict == "violation" and outcome.invariant == cx.invariant
-    if cx.trace_digest and outcome.trace_digest and outcome.trace_digest != cx.trace_digest:
-        reproduced = False
-    return Replay(counterexample=cx, outcome=outcome, reproduced=reproduced, backend=backend)
+    digest = "none recorded"
+    if cx.trace_digest and outcome.trace_digest:
+        if cx.digest_version != DIGEST_VERSION:
+            digest = f"older version {cx.digest_version}"
+        elif outcome.trace_digest == cx.trace_digest:
+            digest = "match"
+        else:
+            digest = "mismatch"
+            reproduced = False
+    return Replay(
+        counterexample=cx, outcome=outcome, reproduced=reproduced, backend=backend, digest=digest
+    )

@@ -163,6 +163,10 @@ class RunnerBackend:
         rates = dict(config.fault_rates)
         if not rates and config.fault_profile == "rates":
             rates = dict(DEFAULT_RATES)
+        if not config.fault_rates and set(DEFAULT_RATES) - set(self.entry.fault_kinds):
+            # the defaults of the kinds this protocol takes (e.g. no message duplication
+            # over ZeroMQ's TCP connections), not every kind the world knows
+            rates = {k: r for k, r in DEFAULT_RATES.items() if k in self.entry.fault_kinds}
         try:
             workload = WorkloadSpec(**wl)
             faults = FaultProfile(
@@ -229,6 +233,7 @@ class RunnerBackend:
             run_context(spec, seed),
             outcome.trace or (),
             live_end=outcome.verdict != "timeout",
+            protocol=spec.protocol,
             meta={
                 "seed": seed,
                 "variant": spec.variant,

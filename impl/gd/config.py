@@ -82,9 +82,6 @@ class GDConfig:
     #: Nack chunk: a large nack range is chopped into pieces of at most this many ticks
     #: [GD §4.2] ("so that the effect of a nack message being lost is small").
     nack_chunk_us: int = attrs.field(default=250_000, validator=_positive)
-    #: One-way link delay and jitter the world should model (the roles never read them).
-    link_delay_us: int = attrs.field(default=1_000, validator=_non_negative)
-    link_jitter_us: int = attrs.field(default=200, validator=_non_negative)
     #: Logging delay of the pubend's stable storage, about 100 ms in [GD §4.1].
     logging_delay_us: int = attrs.field(default=100_000, validator=_non_negative)
     #: Period of the link-status messages between neighbouring brokers [GD §3.1].
@@ -103,8 +100,6 @@ class GDConfig:
     #: Tick residues: pubend number k places its D ticks on t with t % tick_modulus == k, so
     #: pubends that are merged never share a tick [GD §2.2]. At most this many pubends.
     tick_modulus: int = attrs.field(default=64, validator=_positive)
-    #: How long the world should let the network drain after healing (liveness check).
-    drain_us: int = attrs.field(default=30_000_000, validator=_positive)
     #: Best-effort mode [GD §4.1]: only D is forwarded; no accumulation, acks, nacks,
     #: logging or retransmission.
     best_effort: bool = attrs.field(default=False, validator=_flag)

@@ -74,8 +74,8 @@ def test_bad_values_are_named_with_what_is_allowed(
 
 
 def test_unknown_protocol_and_keys(tmp_path: Path) -> None:
-    with pytest.raises(CampaignConfigError, match=r"'protocol' = 'zmq'.*gd"):
-        load_config(None, {"protocol": "zmq"})
+    with pytest.raises(CampaignConfigError, match=r"'protocol' = 'no-such-protocol'.*gd"):
+        load_config(None, {"protocol": "no-such-protocol"})
     with pytest.raises(CampaignConfigError, match=r"unknown key 'shedules'.*schedules"):
         load_config(_write(tmp_path, "shedules = 3\n"))
     with pytest.raises(CampaignConfigError, match=r"not valid TOML"):

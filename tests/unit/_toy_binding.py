@@ -56,8 +56,6 @@ class ToyState:
 
 
 class ToyBinding:
-    link_delay_us = 1_000
-    link_jitter_us = 200
     status_period_us = 0
     min_repetition_us = 100_000
 

@@ -19,6 +19,7 @@ from gapless.invariants.tracefile import (
     FORMAT,
     TraceFileError,
     check_trace_file,
+    read_protocol,
     read_trace,
     write_trace,
 )
@@ -334,7 +335,7 @@ def test_cli_check_exit_codes(passing: tuple[Path, Any], tmp_path: Path) -> None
     ok = runner.invoke(cli, ["check", str(passing[0])])
     assert ok.exit_code == 0, ok.output
     assert "pass:" in ok.output
-    assert "12 invariants hold" in ok.output
+    assert "13 invariants hold" in ok.output
     as_json = runner.invoke(cli, ["check", str(passing[0]), "--json", "--invariant", "order"])
     assert as_json.exit_code == 0
     assert json.loads(as_json.output)["invariants"] == ["order"]
@@ -399,3 +400,22 @@ def test_a_gz_name_writes_gzip_that_reads_back_the_same(
     cut.write_bytes(gz.read_bytes()[: gz.stat().st_size // 2])
     with pytest.raises(TraceFileError, match="cannot be read as gzip"):
         read_trace(cut, matches=M)
+
+
+def test_check_finds_the_protocol_in_the_header(passing: tuple[Path, Any], tmp_path: Path) -> None:
+    lines = _lines(passing[0])
+    assert lines[0]["protocol"] == "gd"
+    runner = CliRunner()
+    # a file written before the header named its protocol is guaranteed delivery's
+    del lines[0]["protocol"]
+    old = tmp_path / "old.jsonl"
+    _save(old, lines)
+    assert read_protocol(old) == "gd"
+    assert runner.invoke(cli, ["check", str(old)]).exit_code == 0
+    # an unregistered protocol is refused before anything is judged
+    lines[0]["protocol"] = "carrier-pigeon"
+    other = tmp_path / "other.jsonl"
+    _save(other, lines)
+    refused = runner.invoke(cli, ["check", str(other)])
+    assert refused.exit_code == 2
+    assert "protocol 'carrier-pigeon' is unknown; allowed: gd" in refused.output
