@@ -67,6 +67,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from gapless.impl.effects import Persist
+from gapless.impl.gd.build import initial_states
 from gapless.impl.gd.config import GDConfig, GDConfigError
 from gapless.impl.gd.messages import (
     Ack,
@@ -78,13 +79,9 @@ from gapless.impl.gd.messages import (
     Nack,
     wire,
 )
-from gapless.impl.gd.policy import PAPER_POLICY, GDPolicy
-from gapless.impl.gd.roles import (
-    LOG_KEY,
-    Observe,
+from gapless.impl.gd.node import (
     crash,
     handle,
-    initial_states,
     on_connect,
     on_disconnect,
     on_link_changed,
@@ -94,7 +91,18 @@ from gapless.impl.gd.roles import (
     on_restart,
     on_timer_fired,
 )
-from gapless.impl.gd.state import LogRecord, NodeState
+from gapless.impl.gd.policy import PAPER_POLICY, GDPolicy
+from gapless.impl.gd.state import (
+    BestEffortIB,
+    BestEffortPHB,
+    BestEffortSHB,
+    IBState,
+    LogRecord,
+    NodeState,
+    PHBState,
+    SHBState,
+)
+from gapless.impl.gd.step import LOG_KEY, Observe
 from gapless.impl.gd.topology import BrokerSpec, GDTopology, SubscriberSpec, figure3, two_broker
 
 __all__ = [
@@ -102,6 +110,9 @@ __all__ = [
     "PAPER_POLICY",
     "Ack",
     "AckExpected",
+    "BestEffortIB",
+    "BestEffortPHB",
+    "BestEffortSHB",
     "BrokerSpec",
     "Data",
     "GDConfig",
@@ -109,12 +120,15 @@ __all__ = [
     "GDMessage",
     "GDPolicy",
     "GDTopology",
+    "IBState",
     "Knowledge",
     "LinkStatus",
     "LogRecord",
     "Nack",
     "NodeState",
     "Observe",
+    "PHBState",
+    "SHBState",
     "SubscriberSpec",
     "crash",
     "figure3",
