@@ -8,7 +8,7 @@ uses. The static part every handler needs (topology-derived routing tables,
 compiled edge filters, the configuration and the policy) is :class:`NodeCtx`, shared by
 reference and excluded from equality.
 
-Stream representation (private to the GD roles; ``impl/streams.py`` is the general RLE stream
+Stream representation (private to the GD roles; ``impl/streams/`` is the general RLE stream
 — the GD roles keep this narrower form because they need per-broker curiosity and filtered
 sets beside the knowledge): ticks ``0..fin`` are F (and, by the linkage, A [GD §2.1.1]);
 above ``fin`` the F ticks are the ranges ``silent``, the D ticks the map ``data``, every other
