@@ -4,8 +4,9 @@ Theory of operation
 -------------------
 ``spec/gd.md`` maps the paper to the code. Its tables are not kept by hand: :func:`render`
 builds them from the rooms (one module per role or paper section, each naming the sections it
-follows in its docstring) and from the dispatch tables of :mod:`gapless.impl.gd.node`, whose
-every handler names its paper sections as ``[GD §x]`` tags. :func:`sections` reads those
+follows in its docstring), from the dispatch tables of :mod:`gapless.impl.gd.node`, whose
+every handler names its paper sections as ``[GD §x]`` tags, and from ``GDConfig``'s
+defaults. :func:`sections` reads those
 tags. A test renders the map and compares it with the committed file, so the page cannot
 drift from the code; ``python benchmarks/gd_rule_map.py --write`` rewrites it. Pure: this
 module returns text and touches no file.
@@ -18,6 +19,8 @@ from collections.abc import Callable
 from types import ModuleType
 from typing import Any, Final
 
+import attrs
+
 from gapless.impl.gd import (
     best_effort,
     broker,
@@ -27,10 +30,11 @@ from gapless.impl.gd import (
     node,
     pubend,
     routing,
+    state,
     step,
     subend,
 )
-from gapless.impl.gd.state import ROLE_TYPES
+from gapless.impl.gd.config import GDConfig
 
 __all__ = ["BEGIN", "END", "ROOMS", "handlers", "render", "sections"]
 
@@ -38,6 +42,7 @@ __all__ = ["BEGIN", "END", "ROOMS", "handlers", "render", "sections"]
 ROOMS: Final[tuple[ModuleType, ...]] = (
     node,
     build,
+    state,
     step,
     routing,
     istream,
@@ -76,7 +81,7 @@ def handlers() -> list[tuple[type, str, Callable[..., Any]]]:
     """Every ``(role, input, handler)`` of the dispatch tables, role by role, in table order;
     ``input`` reads ``Publish``, ``Receive(Nack)`` or ``TimerFired(gct)``."""
     rows: list[tuple[type, str, Callable[..., Any]]] = []
-    for role in ROLE_TYPES:
+    for role in state.ROLE_TYPES:
         rows += [(role, t.__name__, h) for (r, t), h in node.ON_INPUT.items() if r is role]
         rows += [
             (role, f"Receive({t.__name__})", h)
@@ -96,7 +101,8 @@ def _rooms() -> list[str]:
     lines = ["| module | what | paper |", "|---|---|---|"]
     for m in ROOMS:
         path = "impl/gd/" + m.__name__.rsplit(".", 1)[-1] + ".py"
-        lines.append(f"| `{path}` | {_title(m)} | {', '.join(sections(m.__doc__))} |")
+        secs = sorted(sections(m.__doc__), key=_order)
+        lines.append(f"| `{path}` | {_title(m)} | {', '.join(secs)} |")
     return lines
 
 
@@ -121,6 +127,16 @@ def _by_section() -> list[str]:
     return lines
 
 
+def _constants() -> list[str]:
+    lines = ["| `GDConfig` field | default |", "|---|---|"]
+    for field in attrs.fields(GDConfig):
+        value = field.default
+        shown = "∞ (None)" if value is None else f"{value:_}" if type(value) is int else value
+        unit = " µs" if field.name.endswith("_us") and value is not None else ""
+        lines.append(f"| `{field.name}` | {shown}{unit} |")
+    return lines
+
+
 def render() -> str:
     """The generated part of ``spec/gd.md``, between :data:`BEGIN` and :data:`END`."""
     parts = [
@@ -140,6 +156,10 @@ def render() -> str:
         "### Rules by paper section",
         "",
         *_by_section(),
+        "",
+        "### Constants",
+        "",
+        *_constants(),
         "",
         END,
     ]

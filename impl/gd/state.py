@@ -1,5 +1,8 @@
-"""The GD roles' state values: streams, ostreams, the pubend's stable log, a node's state.
+"""The GD roles' state values: streams, ostreams, the pubend's stable log, one state type per
+role [GD §2.2, §3.1, §4.1].
 
+Theory of operation
+-------------------
 All values are frozen attrs classes with pyrsistent containers. A node's whole state is one
 value whose *type is its role*: :class:`PHBState`, :class:`IBState`, :class:`SHBState`, and in
 best-effort mode [GD §4.1] :class:`BestEffortPHB`, :class:`BestEffortIB`,
