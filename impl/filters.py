@@ -240,7 +240,8 @@ def _tokenize(text: str) -> list[_Token]:
 def _scan_string(text: str, start: int) -> tuple[_Token, int]:
     """The string literal opening at ``start`` (its quote) and the index after it."""
     quote, n = text[start], len(text)
-    i, buf = start + 1, []
+    i = start + 1
+    buf: list[str] = []
     while True:
         if i >= n:
             raise FilterSyntaxError(text, n, f"a closing {quote}", "end of input")

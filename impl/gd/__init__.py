@@ -5,7 +5,7 @@ The API the world (``gapless.models``), the invariants and the campaigns use
 Build and run::
 
     from gapless.impl.gd import GDConfig, GDTopology, PAPER_POLICY, initial_states, handle, crash
-    states = initial_states(topology, GDConfig(), PAPER_POLICY)   # {broker: NodeState}
+    states = initial_states(topology, GDConfig(), PAPER_POLICY)   # {broker: PHBState | ...}
     state, effects = handle(states["p1"], Restart(), 0)            # boot EVERY node at t=0
     state, effects = handle(state, some_input, now)                # one step
     state = crash(state)              # soft state lost, pubend log kept; then Restart() later
@@ -47,9 +47,17 @@ What the wire shows (for conformance invariants):
 * A sideways message (``Knowledge.for_cell``) between brokers of one cell carries that cell's
   view: its silence is F for that cell only.
 
-Reading state (tests, debugging — never for judging correctness): ``NodeState.stream(pubend)``
-gives the node's stream (``fin``, ``silent``, ``data``, ``ostreams``...), ``NodeState.log`` the
-pubend's stable log.
+Roles are types: a broker's state is a :class:`PHBState`, :class:`IBState` or :class:`SHBState`
+(with ``config.best_effort``: :class:`BestEffortPHB`, :class:`BestEffortIB`,
+:class:`BestEffortSHB`); :data:`NodeState` is their union. :func:`handle` dispatches from the
+table in :mod:`gapless.impl.gd.node`; an input a role does not accept is rejected (network and
+world inputs: a ``Rejected`` effect naming the role, the input and what it accepts) or refused
+(``Publish``, ``Connect``, ``Disconnect``: ``ProtocolMisuse``). The rooms — one module per role
+or paper section — are listed, with their rules, in ``spec/gd.md`` (generated from the table).
+
+Reading state (tests, debugging — never for judging correctness): ``state.stream(pubend)``
+gives a guaranteed-delivery node's stream (``fin``, ``silent``, ``data``, ``ostreams``...),
+``PHBState.log`` the pubend's stable log.
 
 Topology: :class:`GDTopology` (see :mod:`gapless.impl.gd.topology`; :func:`figure3` and
 :func:`two_broker` build the paper's networks). Total order: ``groups`` names merge groups and a

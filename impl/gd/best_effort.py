@@ -53,7 +53,7 @@ def forward(
         if only_cell is not None and c != only_cell:
             continue
         if ctx.filters[(p, c)].matches(d.attributes):
-            got = route(ctx, st, p, c)
+            got = route(st, p, c)
             if got is not None:
                 step.out.append(Send(to=got[0], msg=Knowledge(pubend=p, data=d, for_cell=got[1])))
 

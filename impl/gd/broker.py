@@ -134,11 +134,11 @@ def on_ack_expected(state: IBState, sender: str, msg: AckExpected, step: Step) -
         # AckExpected is a downstream message of the pubend: acks follow it [GD §3.1]
         s = evolve(s, last_sender=sender)
     if s.fin >= 0:
-        send_up(ctx, state, s, Ack(pubend=p, upto=s.fin, retransmission=True), step)
+        send_up(state, s, Ack(pubend=p, upto=s.fin, retransmission=True), step)
     if s.fin < msg.upto:
         for c, o in zip(ctx.children.get(p, ()), s.ostreams, strict=True):
             if o.acked < msg.upto:
-                got = route(ctx, state, p, c)
+                got = route(state, p, c)
                 if got is not None and got[1] is None:
                     step.out.append(Send(to=got[0], msg=msg))
     if s.fin > s.acked_sent:
@@ -164,7 +164,7 @@ def on_nack(state: IBState, sender: str, msg: Nack, step: Step) -> IBState:
         if newly:
             s = evolve(s, curious=tuple(sorted((*s.curious, *((lo, hi, now) for lo, hi in newly)))))
         if up:
-            send_nacks(ctx, state, s, p, up, False, step)
+            send_nacks(state, s, p, up, False, step)
         if ctx.policy.forget_curiosity and newly and not s.forget_armed:
             step.out.append(
                 SetTimer(
@@ -211,7 +211,7 @@ def on_ack_timer(state: IBState, args: tuple[Any, ...], step: Step) -> IBState:
     (p,) = args
     s = evolve(stream(state, p), ack_armed=False)
     if s.fin > s.acked_sent:
-        send_up(state.ctx, state, s, Ack(pubend=p, upto=s.fin), step)
+        send_up(state, s, Ack(pubend=p, upto=s.fin), step)
         s = evolve(s, acked_sent=s.fin)
     return put(state, p, s)
 
@@ -226,5 +226,5 @@ def on_restart(state: IBState, inp: Restart, step: Step) -> IBState:
         epoch=state.epoch + 1,
         streams=tuple(fresh(ctx, p) for p in ctx.pubends),
     )
-    rearm_status(ctx, st, step)
+    rearm_status(st, step)
     return st

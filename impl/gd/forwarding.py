@@ -66,8 +66,6 @@ __all__ = [
 #: computed by the edge filter (a payload-free stand-in avoids hashing the message).
 DATA: Final = KD("data")
 
-_Sent = dict[tuple[int, R.Ranges], Knowledge]
-
 
 @final
 @attrs.frozen(kw_only=True)
@@ -132,33 +130,38 @@ def emit(
     return sent
 
 
-def _send_route(
-    ctx: NodeCtx,
-    st: PHBState | IBState,
-    s: Stream,
-    c: str,
-    what: Outgoing,
-    step: Step,
-    finals: R.Ranges,
-    datas: Sequence[Data],
-) -> None:
-    got = route(ctx, st, what.pubend, c)
+@final
+@attrs.frozen(kw_only=True)
+class _Forwarding:
+    """One :func:`forward` call: the broker, its stream, what it forwards, the step, and the
+    first-time messages built so far (one per D and bracket, shared by the cells routed to the
+    same broker)."""
+
+    st: PHBState | IBState
+    s: Stream
+    what: Outgoing
+    step: Step
+    sent: dict[tuple[int, R.Ranges], Knowledge] = attrs.field(factory=dict)
+
+
+def _send_route(fw: _Forwarding, c: str, finals: R.Ranges, datas: Sequence[Data]) -> None:
+    """Send knowledge along the routed link towards cell ``c`` [GD §3.1]."""
+    what = fw.what
+    got = route(fw.st, what.pubend, c)
     if got is not None:
         to, for_cell = got
-        emit(step, to, what.pubend, s.fin, finals, datas, what.retransmission, for_cell)
+        emit(fw.step, to, what.pubend, fw.s.fin, finals, datas, what.retransmission, for_cell)
 
 
 def forward(st: PHBState | IBState, s: Stream, what: Outgoing, step: Step) -> Stream:
     """Propagate new knowledge to the downstream cells by the rules of [GD §2.4, §3.1]."""
-    ctx = st.ctx
-    p = what.pubend
+    fw = _Forwarding(st=st, s=s, what=what, step=step)
     ostreams = s.ostreams
-    sent: _Sent = {}
-    for ci, c in enumerate(ctx.children.get(p, ())):
+    for ci, c in enumerate(st.ctx.children.get(what.pubend, ())):
         if what.only_cell is not None and c != what.only_cell:
             continue
         o0 = ostreams[ci]
-        o = _forward_to_cell(st, s, c, o0, what, step, sent)
+        o = _forward_to_cell(fw, c, o0)
         if o is not o0:
             ostreams = (*ostreams[:ci], o, *ostreams[ci + 1 :])
     if ostreams is not s.ostreams:
@@ -166,35 +169,32 @@ def forward(st: PHBState | IBState, s: Stream, what: Outgoing, step: Step) -> St
     return s
 
 
-def _forward_to_cell(
-    st: PHBState | IBState, s: Stream, c: str, o: Ostream, what: Outgoing, step: Step, sent: _Sent
-) -> Ostream:
+def _forward_to_cell(fw: _Forwarding, c: str, o: Ostream) -> Ostream:
     """:func:`forward` for one downstream cell ``c``; returns its new ostream."""
-    ctx = st.ctx
-    policy = ctx.policy
-    finals_c, passing, filtered = _through_filter(ctx, o, c, what, step)
+    policy = fw.st.ctx.policy
+    finals_c, passing, filtered = _through_filter(fw, c, o)
     if filtered is not o.filtered:
         o = evolve(o, filtered=filtered)
     curious = o.curious
     served: dict[str, R.Ranges] = {}
-    if not what.retransmission:
-        o = _first_time(st, s, c, o, finals_c, passing, what, step, sent, served)
+    if not fw.what.retransmission:
+        o = _first_time(fw, c, o, finals_c, passing, served)
         if not passing and finals_c and policy.first_time_silence(False):
-            _send_route(ctx, st, s, c, what, step, finals_c, ())
+            _send_route(fw, c, finals_c, ())
     elif not policy.retransmit_to_nackers_only and (finals_c or passing):
-        _send_route(ctx, st, s, c, what, step, finals_c, passing)
+        _send_route(fw, c, finals_c, passing)
     if curious:
-        curious = _serve_curious(ctx, s, curious, finals_c, passing, what, step, served)
+        curious = _serve_curious(fw, curious, finals_c, passing, served)
         if curious is not o.curious:
             o = evolve(o, curious=curious)
     return o
 
 
-def _through_filter(
-    ctx: NodeCtx, o: Ostream, c: str, what: Outgoing, step: Step
-) -> tuple[R.Ranges, list[Data], R.Ranges]:
+def _through_filter(fw: _Forwarding, c: str, o: Ostream) -> tuple[R.Ranges, list[Data], R.Ranges]:
     """The F ranges and passing D for cell ``c`` (above its ack) and the ostream's new
     ``filtered``: the edge filter turns a non-matching D into F, A at once [GD §2.4, §3.1]."""
+    ctx = fw.st.ctx
+    what = fw.what
     filt = ctx.filters[(what.pubend, c)]
     finals_c = what.finals
     if finals_c and finals_c[0][0] <= o.acked:
@@ -211,32 +211,27 @@ def _through_filter(
             finals_c = R.add(finals_c, d.tick, d.tick)
             if not R.contains(filtered, d.tick):
                 filtered = R.add(filtered, d.tick, d.tick)
-                step.labels.append(FILTERED)
-                step.labels.append("C:N->A")
+                fw.step.labels.append(FILTERED)
+                fw.step.labels.append("C:N->A")
         # any other value (a planted bug): the tick stays Q downstream
     return finals_c, passing, filtered
 
 
 def _first_time(
-    st: PHBState | IBState,
-    s: Stream,
+    fw: _Forwarding,
     c: str,
     o: Ostream,
     finals_c: R.Ranges,
     passing: list[Data],
-    what: Outgoing,
-    step: Step,
-    sent: _Sent,
     served: dict[str, R.Ranges],
 ) -> Ostream:
     """Send each new passing D first-time along the routed link of ``c`` with the F ticks
     known here since the last one sent there ("D F*") [GD §2.2, §3.1]; ``served`` collects
     what each curious broker got."""
-    ctx = st.ctx
-    p = what.pubend
+    st, s, p = fw.st, fw.s, fw.what.pubend
     curious = o.curious
     for d in passing:
-        if d not in what.new_data:
+        if d not in fw.what.new_data:
             continue
         lo = max(o.sent_upto, s.fin) + 1
         # the F ticks known here between the last sent and this D: clipping each set
@@ -247,16 +242,16 @@ def _first_time(
         # "D F*": the F after the D (pre-assigned by the pubend [GD §2.2]) goes along
         if finals_c and finals_c[-1][1] > d.tick:
             bracket = R.union(bracket, R.clip(finals_c, d.tick + 1, NO_END))
-        got = route(ctx, st, p, c)
+        got = route(st, p, c)
         if got is not None:
             to, for_cell = got
             key = (d.tick, bracket)
-            msg = sent.get(key) if for_cell is None else None
+            msg = fw.sent.get(key) if for_cell is None else None
             if msg is None:
                 msg = Knowledge(pubend=p, prefix=s.fin, silence=bracket, data=d, for_cell=for_cell)
                 if for_cell is None:
-                    sent[key] = msg
-            step.out.append(Send(to=to, msg=msg))
+                    fw.sent[key] = msg
+            fw.step.out.append(Send(to=to, msg=msg))
             if for_cell is None and curious:
                 served[to] = R.add(R.union(served.get(to, ()), bracket), d.tick, d.tick)
         o = evolve(o, sent_upto=max(o.sent_upto, d.tick))
@@ -264,26 +259,24 @@ def _first_time(
 
 
 def _serve_curious(
-    ctx: NodeCtx,
-    s: Stream,
+    fw: _Forwarding,
     curious: FMap[str, R.Ranges],
     finals_c: R.Ranges,
     passing: list[Data],
-    what: Outgoing,
-    step: Step,
     served: dict[str, R.Ranges],
 ) -> FMap[str, R.Ranges]:
     """Send each curious downstream broker the ticks of this knowledge it is curious for
     and clear its C there [GD §3.1]; returns the remaining per-broker C."""
-    retrans = what.retransmission
+    retrans = fw.what.retransmission
+    first_time_silence = fw.st.ctx.policy.first_time_silence
     for x in sorted(curious):
         cx = curious[x]
         if x in served:
             cx = R.subtract(cx, served[x])
         over_f = R.intersect(finals_c, cx)
         over_d = [d for d in passing if R.contains(cx, d.tick)]
-        if (over_f or over_d) and (retrans or ctx.policy.first_time_silence(True)):
-            got = emit(step, x, what.pubend, s.fin, over_f, over_d, retrans)
+        if (over_f or over_d) and (retrans or first_time_silence(True)):
+            got = emit(fw.step, x, fw.what.pubend, fw.s.fin, over_f, over_d, retrans)
             cx = R.subtract(cx, got)
         if cx is not curious[x]:
             curious = curious.set(x, cx) if cx else curious.remove(x)
@@ -336,7 +329,7 @@ def ack_upstream(st: IBState, s: Stream, p: str, step: Step, send: bool = True) 
     if ctx.parent.get(p) is not None and send and prefix > s.acked_sent:
         delay = ctx.config.ack_delay_us
         if not delay:
-            send_up(ctx, st, s, Ack(pubend=p, upto=prefix), step)
+            send_up(st, s, Ack(pubend=p, upto=prefix), step)
             s = evolve(s, acked_sent=prefix)
         elif not s.ack_armed:
             # consolidated acks go up at most once per ack_delay_us

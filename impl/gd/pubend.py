@@ -247,7 +247,7 @@ def publish_in_order(
             bracket = R.clip(s.silent, lo, t - 1)
             if o.filtered:
                 bracket = R.union(bracket, R.clip(o.filtered, lo, t - 1))
-            got = route(ctx, state, p, c)
+            got = route(state, p, c)
             if got is not None:
                 to, for_cell = got
                 msg = sent.get((t, bracket)) if for_cell is None else None
@@ -330,7 +330,7 @@ def send_ack_expected(st: PHBState, p: str, upto: int, step: Step) -> None:
     s = stream(st, p)
     for c, o in zip(ctx.children.get(p, ()), s.ostreams, strict=True):
         if o.acked < upto:
-            got = route(ctx, st, p, c)
+            got = route(st, p, c)
             if got is not None and got[1] is None:
                 step.out.append(Send(to=got[0], msg=AckExpected(pubend=p, upto=upto)))
 
@@ -391,5 +391,5 @@ def on_restart(state: PHBState, inp: Restart, step: Step) -> PHBState:
             send_ack_expected(st, p, entries[-1][0], step)
     step.out.append(SetTimer(key=timer_key(st.epoch, "silence"), at=now + cfg.silence_period_us))
     step.out.append(SetTimer(key=timer_key(st.epoch, "aet"), at=now + cfg.ack_expected_period_us))
-    rearm_status(ctx, st, step)
+    rearm_status(st, step)
     return st

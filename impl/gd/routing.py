@@ -30,7 +30,6 @@ from gapless.impl.gd.state import (
     BestEffortSHB,
     GDNode,
     IBState,
-    NodeCtx,
     NodeState,
     PHBState,
     SHBState,
@@ -64,21 +63,23 @@ ROUTE_MEMO_SIZE: Final = 65_536
 _ROUTES: dict[tuple[int, str, str], tuple[Any, Any, Any, tuple[str, str | None] | None]] = {}
 
 
-def route(ctx: NodeCtx, st: NodeState, p: str, cell: str) -> tuple[str, str | None] | None:
+def route(st: NodeState, p: str, cell: str) -> tuple[str, str | None] | None:
     """``(broker, for_cell)`` to send ``p``'s knowledge towards downstream ``cell`` [GD §3.1]
     (``for_cell`` set: sideways through a cell neighbour); None when no link leads there."""
+    ctx = st.ctx
     key = (id(ctx), p, cell)
     hit = _ROUTES.get(key)
     if hit is not None and hit[0] is ctx and hit[1] is st.links_down and hit[2] is st.status:
         return hit[3]
-    got = _route_now(ctx, st, p, cell)
+    got = _route_now(st, p, cell)
     if len(_ROUTES) >= ROUTE_MEMO_SIZE:
         _ROUTES.clear()
     _ROUTES[key] = (ctx, st.links_down, st.status, got)
     return got
 
 
-def _route_now(ctx: NodeCtx, st: NodeState, p: str, cell: str) -> tuple[str, str | None] | None:
+def _route_now(st: NodeState, p: str, cell: str) -> tuple[str, str | None] | None:
+    ctx = st.ctx
     brokers = ctx.cell_brokers[cell]
     neighbours = ctx.neighbours
     linked = [b for b in brokers if b in neighbours and b not in st.links_down]
@@ -106,9 +107,10 @@ def _route_now(ctx: NodeCtx, st: NodeState, p: str, cell: str) -> tuple[str, str
     return None
 
 
-def upstream(ctx: NodeCtx, st: GDNode, s: Stream, p: str) -> tuple[str, ...]:
+def upstream(st: GDNode, s: Stream, p: str) -> tuple[str, ...]:
     """Where acks and nacks of ``p`` go [GD §3.1]: the last sender, else every up broker of
     the upstream cell."""
+    ctx = st.ctx
     up_cell = ctx.parent.get(p)
     if up_cell is None:
         return ()
@@ -119,22 +121,21 @@ def upstream(ctx: NodeCtx, st: GDNode, s: Stream, p: str) -> tuple[str, ...]:
     )
 
 
-def send_up(ctx: NodeCtx, st: GDNode, s: Stream, msg: Any, step: Step) -> None:
+def send_up(st: GDNode, s: Stream, msg: Any, step: Step) -> None:
     """Send an ack or nack of ``msg.pubend`` upstream [GD §3.1]."""
-    for b in upstream(ctx, st, s, msg.pubend):
+    for b in upstream(st, s, msg.pubend):
         step.out.append(Send(to=b, msg=msg))
 
 
-def send_nacks(
-    ctx: NodeCtx, st: GDNode, s: Stream, p: str, rs: R.Ranges, repeat: bool, step: Step
-) -> None:
+def send_nacks(st: GDNode, s: Stream, p: str, rs: R.Ranges, repeat: bool, step: Step) -> None:
     """Nack ``rs`` upstream in chunks of at most ``nack_chunk_us`` ticks [GD §3.2, §4.2]."""
-    for lo, hi in R.chunks(rs, ctx.config.nack_chunk_us):
-        send_up(ctx, st, s, Nack(pubend=p, start=lo, end=hi, retransmission=repeat), step)
+    for lo, hi in R.chunks(rs, st.ctx.config.nack_chunk_us):
+        send_up(st, s, Nack(pubend=p, start=lo, end=hi, retransmission=repeat), step)
 
 
-def reach(ctx: NodeCtx, st: NodeState) -> tuple[str, ...]:
+def reach(st: NodeState) -> tuple[str, ...]:
     """The other cells this broker has an up link to, sorted (its link status [GD §3.1])."""
+    ctx = st.ctx
     cell_of = ctx.topology.cell_of
     return tuple(
         sorted(
@@ -147,25 +148,27 @@ def reach(ctx: NodeCtx, st: NodeState) -> tuple[str, ...]:
     )
 
 
-def send_status(ctx: NodeCtx, st: NodeState, step: Step) -> None:
+def send_status(st: NodeState, step: Step) -> None:
     """Tell every neighbour with an up link which cells this broker reaches [GD §3.1]."""
-    msg = LinkStatus(reach=reach(ctx, st))
-    for n in ctx.neighbours:
+    msg = LinkStatus(reach=reach(st))
+    for n in st.ctx.neighbours:
         if n not in st.links_down:
             step.out.append(Send(to=n, msg=msg))
 
 
-def rearm_status(ctx: NodeCtx, st: NodeState, step: Step) -> None:
+def rearm_status(st: NodeState, step: Step) -> None:
     """Arm the next link-status round [GD §3.1]."""
     step.out.append(
-        SetTimer(key=timer_key(st.epoch, "status"), at=step.now + ctx.config.link_status_period_us)
+        SetTimer(
+            key=timer_key(st.epoch, "status"), at=step.now + st.ctx.config.link_status_period_us
+        )
     )
 
 
 def on_status_timer(state: N, args: tuple[Any, ...], step: Step) -> N:
     """The link-status period expired: send the link status and re-arm [GD §3.1]."""
-    send_status(state.ctx, state, step)
-    rearm_status(state.ctx, state, step)
+    send_status(state, step)
+    rearm_status(state, step)
     return state
 
 

@@ -97,7 +97,7 @@ def _ack(st: SHBState, p: str, s: Stream, step: Step, force: bool) -> Stream:
             )
             return evolve(s, ack_armed=True)
         return s
-    send_up(ctx, st, s, Ack(pubend=p, upto=point, retransmission=force), step)
+    send_up(st, s, Ack(pubend=p, upto=point, retransmission=force), step)
     return evolve(s, acked_sent=max(point, s.acked_sent))
 
 
@@ -220,9 +220,8 @@ def _nack(st: SHBState, p: str, s: Stream, rs: R.Ranges, step: Step) -> Stream:
     """Send fresh nacks for ``rs`` and arm the repetition timer [GD §3.2]."""
     if not rs:
         return s
-    ctx = st.ctx
     step.labels.append("C:N->C")
-    send_nacks(ctx, st, s, p, rs, False, step)
+    send_nacks(st, s, p, rs, False, step)
     s = evolve(
         s, nacked=R.union(s.nacked, rs), nack_at=step.now if s.nack_at is None else s.nack_at
     )
@@ -366,7 +365,7 @@ def on_status_timer(state: SHBState, args: tuple[Any, ...], step: Step) -> SHBSt
     """The link-status period expired: send the link status [GD §3.1]; with a finite DCT,
     nack every Q tick of a stream whose horizon lags now by more than DCT [GD §3.2]."""
     ctx = state.ctx
-    send_status(ctx, state, step)
+    send_status(state, step)
     st = state
     dct = ctx.config.dct_us
     if dct is not None:
@@ -377,7 +376,7 @@ def on_status_timer(state: SHBState, args: tuple[Any, ...], step: Step) -> SHBSt
                 q = R.subtract(R.subtract(((s.fin + 1, upto),), known(s)), s.nacked)
                 if q:
                     st = put(st, p, _nack(st, p, s, q, step))
-    rearm_status(ctx, st, step)
+    rearm_status(st, step)
     return st
 
 
@@ -387,7 +386,7 @@ def on_ack_timer(state: SHBState, args: tuple[Any, ...], step: Step) -> SHBState
     s = evolve(stream(state, p), ack_armed=False)
     point = _ack_point(state.ctx, state, p, s)
     if point > s.acked_sent:
-        send_up(state.ctx, state, s, Ack(pubend=p, upto=point), step)
+        send_up(state, s, Ack(pubend=p, upto=point), step)
         s = evolve(s, acked_sent=point)
     return put(state, p, s)
 
@@ -418,7 +417,7 @@ def on_nrt_timer(state: SHBState, args: tuple[Any, ...], step: Step) -> SHBState
         s = evolve(s, nacked=(), nack_at=None, repeated=False, rto_cur=s.rto_est)
         return put(state, p, s)
     if ctx.policy.repeat_nacks:
-        send_nacks(ctx, state, s, p, left, True, step)
+        send_nacks(state, s, p, left, True, step)
         rto = min(s.rto_cur * 2, ctx.config.backoff_cap_us)
         step.out.append(SetTimer(key=timer_key(state.epoch, "nrt", p), at=step.now + rto))
         s = evolve(s, nacked=left, repeated=True, rto_cur=rto, nrt_armed=True)
@@ -478,5 +477,5 @@ def on_restart(state: SHBState, inp: Restart, step: Step) -> SHBState:
         ),
         groups=FMap({g: GroupState(merged=start + 1) for g in ctx.groups}),
     )
-    rearm_status(ctx, st, step)
+    rearm_status(st, step)
     return st
