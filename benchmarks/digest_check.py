@@ -13,6 +13,12 @@ the verdict, the violated invariant and the trace digest. ``--compare FILE`` run
 selection as recorded in ``FILE`` and prints every run whose verdict or digest differs;
 the exit code is 1 if any does. A refactor that must not change behaviour compares its
 branch against a file written on the branch's own base.
+
+``benchmarks/digests_before_rooms.json`` is such a file: 303 runs (100 seeds of each of the
+three shipped campaigns at their own durations, and the three scenarios) recorded on the base
+of the "one room per role" refactor (issue 10) before any change. It holds only for code whose
+trace format is that base's: a later change of the digest format on purpose (coverage labels
+leaving the trace, say) needs a new baseline written on its own base.
 """
 
 from __future__ import annotations
