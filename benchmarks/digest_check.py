@@ -118,14 +118,21 @@ def main(argv: list[str] | None = None) -> int:
         print(f"wrote {count(data)} runs to {args.out}")
         return 0
     old = json.loads(args.compare.read_text(encoding="utf-8"))
-    # re-run exactly what was recorded: same campaign files, seeds and duration overrides
+    # re-run exactly what was recorded: same campaign files, seeds and duration overrides;
+    # each part is compared as soon as it is done (a long check reports as it goes)
     new: dict[str, Any] = {"campaigns": {}, "scenarios": {}}
+    diffs: list[str] = []
     for name, camp in sorted(old["campaigns"].items()):
         new["campaigns"][name] = campaign_runs(
             ROOT / camp["file"], camp["seeds"], camp["duration_override"]
         )
+        part = compare({"campaigns": {name: camp}, "scenarios": {}}, new)
+        print(f"{name}: {len(camp['runs'])} runs, {len(part)} differ", flush=True)
+        diffs += part
     new["scenarios"] = scenario_runs()
-    diffs = compare(old, new)
+    part = compare({"campaigns": {}, "scenarios": old["scenarios"]}, new)
+    print(f"scenarios: {len(old['scenarios'])} runs, {len(part)} differ", flush=True)
+    diffs += part
     for line in diffs:
         print(line)
     print(f"compared {count(old)} runs: {count(old) - len(diffs)} equal, {len(diffs)} differ")
