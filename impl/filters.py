@@ -194,6 +194,8 @@ _ESCAPES: Final = {"\\": "\\", '"': '"', "'": "'", "n": "\n", "t": "\t"}
 
 
 def _tokenize(text: str) -> list[_Token]:
+    """The tokens of ``text``, ending in an ``end`` token; a character no token can start
+    with raises :class:`FilterSyntaxError` naming its position."""
     toks: list[_Token] = []
     i, n = 0, len(text)
     while i < n:
@@ -216,57 +218,13 @@ def _tokenize(text: str) -> list[_Token]:
                     text, i, "a comparison operator (== != < <= > >=)", repr(ch)
                 )
         elif ch in "\"'":
-            start, i, buf = i, i + 1, []
-            while True:
-                if i >= n:
-                    raise FilterSyntaxError(text, n, f"a closing {ch}", "end of input")
-                c = text[i]
-                if c == ch:
-                    i += 1
-                    break
-                if c == "\\":
-                    if i + 1 >= n or text[i + 1] not in _ESCAPES:
-                        found = "end of input" if i + 1 >= n else repr(text[i + 1])
-                        raise FilterSyntaxError(text, i + 1, "an escape (\\\\ \\\" \\' n t)", found)
-                    buf.append(_ESCAPES[text[i + 1]])
-                    i += 2
-                else:
-                    buf.append(c)
-                    i += 1
-            toks.append(_Token("str", "".join(buf), start))
+            tok, i = _scan_string(text, i)
+            toks.append(tok)
         elif ch.isdigit() or (
             ch in "-+." and i + 1 < n and (text[i + 1].isdigit() or text[i + 1] == ".")
         ):
-            start = i
-            if ch in "-+":
-                i += 1
-            while i < n and text[i].isdigit():
-                i += 1
-            is_float = False
-            if i < n and text[i] == ".":
-                is_float = True
-                i += 1
-                while i < n and text[i].isdigit():
-                    i += 1
-            if i < n and text[i] in "eE":
-                j = i + 1
-                if j < n and text[j] in "+-":
-                    j += 1
-                if j < n and text[j].isdigit():
-                    is_float = True
-                    i = j
-                    while i < n and text[i].isdigit():
-                        i += 1
-            raw = text[start:i]
-            try:
-                num: int | float = float(raw) if is_float else int(raw)
-            except ValueError:
-                raise FilterSyntaxError(text, start, "a number", repr(raw)) from None
-            if i < n and (text[i].isalnum() or text[i] == "_"):
-                raise FilterSyntaxError(
-                    text, i, "an operator or the end of a number", repr(text[i])
-                )
-            toks.append(_Token("num", num, start))
+            tok, i = _scan_number(text, i)
+            toks.append(tok)
         elif ch.isalpha() or ch == "_":
             start = i
             while i < n and (text[i].isalnum() or text[i] in "_."):
@@ -277,6 +235,62 @@ def _tokenize(text: str) -> list[_Token]:
             raise FilterSyntaxError(text, i, "a comparison, 'not', '(' or a literal", repr(ch))
     toks.append(_Token("end", None, n))
     return toks
+
+
+def _scan_string(text: str, start: int) -> tuple[_Token, int]:
+    """The string literal opening at ``start`` (its quote) and the index after it."""
+    quote, n = text[start], len(text)
+    i = start + 1
+    buf: list[str] = []
+    while True:
+        if i >= n:
+            raise FilterSyntaxError(text, n, f"a closing {quote}", "end of input")
+        c = text[i]
+        if c == quote:
+            return _Token("str", "".join(buf), start), i + 1
+        if c == "\\":
+            if i + 1 >= n or text[i + 1] not in _ESCAPES:
+                found = "end of input" if i + 1 >= n else repr(text[i + 1])
+                raise FilterSyntaxError(text, i + 1, "an escape (\\\\ \\\" \\' n t)", found)
+            buf.append(_ESCAPES[text[i + 1]])
+            i += 2
+        else:
+            buf.append(c)
+            i += 1
+
+
+def _digits(text: str, i: int) -> int:
+    """The index after the run of digits at ``i``."""
+    n = len(text)
+    while i < n and text[i].isdigit():
+        i += 1
+    return i
+
+
+def _scan_number(text: str, start: int) -> tuple[_Token, int]:
+    """The number literal at ``start`` (an int, or a float with a point or an exponent) and
+    the index after it."""
+    n = len(text)
+    i = _digits(text, start + 1 if text[start] in "-+" else start)
+    is_float = False
+    if i < n and text[i] == ".":
+        is_float = True
+        i = _digits(text, i + 1)
+    if i < n and text[i] in "eE":
+        j = i + 1
+        if j < n and text[j] in "+-":
+            j += 1
+        if j < n and text[j].isdigit():
+            is_float = True
+            i = _digits(text, j)
+    raw = text[start:i]
+    try:
+        num: int | float = float(raw) if is_float else int(raw)
+    except ValueError:
+        raise FilterSyntaxError(text, start, "a number", repr(raw)) from None
+    if i < n and (text[i].isalnum() or text[i] == "_"):
+        raise FilterSyntaxError(text, i, "an operator or the end of a number", repr(text[i]))
+    return _Token("num", num, start), i
 
 
 # -- parser ---------------------------------------------------------------------------------

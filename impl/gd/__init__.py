@@ -5,7 +5,7 @@ The API the world (``gapless.models``), the invariants and the campaigns use
 Build and run::
 
     from gapless.impl.gd import GDConfig, GDTopology, PAPER_POLICY, initial_states, handle, crash
-    states = initial_states(topology, GDConfig(), PAPER_POLICY)   # {broker: NodeState}
+    states = initial_states(topology, GDConfig(), PAPER_POLICY)   # {broker: PHBState | ...}
     state, effects = handle(states["p1"], Restart(), 0)            # boot EVERY node at t=0
     state, effects = handle(state, some_input, now)                # one step
     state = crash(state)              # soft state lost, pubend log kept; then Restart() later
@@ -47,9 +47,17 @@ What the wire shows (for conformance invariants):
 * A sideways message (``Knowledge.for_cell``) between brokers of one cell carries that cell's
   view: its silence is F for that cell only.
 
-Reading state (tests, debugging — never for judging correctness): ``NodeState.stream(pubend)``
-gives the node's stream (``fin``, ``silent``, ``data``, ``ostreams``...), ``NodeState.log`` the
-pubend's stable log.
+Roles are types: a broker's state is a :class:`PHBState`, :class:`IBState` or :class:`SHBState`
+(with ``config.best_effort``: :class:`BestEffortPHB`, :class:`BestEffortIB`,
+:class:`BestEffortSHB`); :data:`NodeState` is their union. :func:`handle` dispatches from the
+table in :mod:`gapless.impl.gd.node`; an input a role does not accept is rejected (network and
+world inputs: a ``Rejected`` effect naming the role, the input and what it accepts) or refused
+(``Publish``, ``Connect``, ``Disconnect``: ``ProtocolMisuse``). The rooms — one module per role
+or paper section — are listed, with their rules, in ``spec/gd.md`` (generated from the table).
+
+Reading state (tests, debugging — never for judging correctness): ``state.stream(pubend)``
+gives a guaranteed-delivery node's stream (``fin``, ``silent``, ``data``, ``ostreams``...),
+``PHBState.log`` the pubend's stable log.
 
 Topology: :class:`GDTopology` (see :mod:`gapless.impl.gd.topology`; :func:`figure3` and
 :func:`two_broker` build the paper's networks). Total order: ``groups`` names merge groups and a
@@ -67,6 +75,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from gapless.impl.effects import Persist
+from gapless.impl.gd.build import initial_states
 from gapless.impl.gd.config import GDConfig, GDConfigError
 from gapless.impl.gd.messages import (
     Ack,
@@ -78,13 +87,9 @@ from gapless.impl.gd.messages import (
     Nack,
     wire,
 )
-from gapless.impl.gd.policy import PAPER_POLICY, GDPolicy
-from gapless.impl.gd.roles import (
-    LOG_KEY,
-    Observe,
+from gapless.impl.gd.node import (
     crash,
     handle,
-    initial_states,
     on_connect,
     on_disconnect,
     on_link_changed,
@@ -94,7 +99,18 @@ from gapless.impl.gd.roles import (
     on_restart,
     on_timer_fired,
 )
-from gapless.impl.gd.state import LogRecord, NodeState
+from gapless.impl.gd.policy import PAPER_POLICY, GDPolicy
+from gapless.impl.gd.state import (
+    BestEffortIB,
+    BestEffortPHB,
+    BestEffortSHB,
+    IBState,
+    LogRecord,
+    NodeState,
+    PHBState,
+    SHBState,
+)
+from gapless.impl.gd.step import LOG_KEY, Observe
 from gapless.impl.gd.topology import BrokerSpec, GDTopology, SubscriberSpec, figure3, two_broker
 
 __all__ = [
@@ -102,6 +118,9 @@ __all__ = [
     "PAPER_POLICY",
     "Ack",
     "AckExpected",
+    "BestEffortIB",
+    "BestEffortPHB",
+    "BestEffortSHB",
     "BrokerSpec",
     "Data",
     "GDConfig",
@@ -109,12 +128,15 @@ __all__ = [
     "GDMessage",
     "GDPolicy",
     "GDTopology",
+    "IBState",
     "Knowledge",
     "LinkStatus",
     "LogRecord",
     "Nack",
     "NodeState",
     "Observe",
+    "PHBState",
+    "SHBState",
     "SubscriberSpec",
     "crash",
     "figure3",

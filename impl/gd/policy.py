@@ -3,7 +3,8 @@
 Theory of operation
 -------------------
 Each place where an implementer makes a protocol decision the paper specifies is a field of
-:class:`GDPolicy`. The roles (:mod:`gapless.impl.gd.roles`) call the field; they never branch on
+:class:`GDPolicy`. The roles (the rooms of :mod:`gapless.impl.gd`: ``pubend``, ``broker``,
+``subend``, ``forwarding``) call the field; they never branch on
 a policy's name. :data:`PAPER_POLICY` holds the paper's rules. A planted bug (the bug zoo,
 ``gapless.spark_fuzz.zoo``) is another value built with ``attrs.evolve(PAPER_POLICY, ...)``
 outside this module, so the correct path holds no bug switches. Every function is a

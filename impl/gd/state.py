@@ -1,11 +1,17 @@
-"""The GD roles' state values: streams, ostreams, the pubend's stable log, a node's state.
+"""The GD roles' state values: streams, ostreams, the pubend's stable log, one state type per
+role [GD §2.2, §3.1, §4.1].
 
-All values are frozen attrs classes with pyrsistent containers; a node's whole state is one
-:class:`NodeState`. The static part every handler needs (topology-derived routing tables,
+Theory of operation
+-------------------
+All values are frozen attrs classes with pyrsistent containers. A node's whole state is one
+value whose *type is its role*: :class:`PHBState`, :class:`IBState`, :class:`SHBState`, and in
+best-effort mode [GD §4.1] :class:`BestEffortPHB`, :class:`BestEffortIB`,
+:class:`BestEffortSHB` (:data:`NodeState` is their union). Each holds only what its role
+uses. The static part every handler needs (topology-derived routing tables,
 compiled edge filters, the configuration and the policy) is :class:`NodeCtx`, shared by
 reference and excluded from equality.
 
-Stream representation (private to the GD roles; ``impl/streams.py`` is the general RLE stream
+Stream representation (private to the GD roles; ``impl/streams/`` is the general RLE stream
 — the GD roles keep this narrower form because they need per-broker curiosity and filtered
 sets beside the knowledge): ticks ``0..fin`` are F (and, by the linkage, A [GD §2.1.1]);
 above ``fin`` the F ticks are the ranges ``silent``, the D ticks the map ``data``, every other
@@ -16,7 +22,7 @@ from __future__ import annotations
 
 from bisect import bisect_left
 from collections.abc import Mapping
-from typing import Any, TypeVar, final
+from typing import Any, ClassVar, TypeVar, final
 
 import attrs
 from pyrsistent import PMap, PSet, pmap, pset
@@ -31,13 +37,22 @@ from gapless.impl.gd.ranges import Ranges
 from gapless.impl.gd.topology import GDTopology
 
 __all__ = [
+    "ROLE_TYPES",
+    "BestEffortIB",
+    "BestEffortNode",
+    "BestEffortPHB",
+    "BestEffortSHB",
     "EdgeFilter",
+    "GDNode",
     "GroupState",
+    "IBState",
     "LogRecord",
     "NodeCtx",
     "NodeState",
     "Ostream",
+    "PHBState",
     "PubendLog",
+    "SHBState",
     "Stream",
     "evolve",
 ]
@@ -143,7 +158,6 @@ class NodeCtx:
     read-only views of plain dicts, for fast lookups on every step)."""
 
     name: str
-    role: str
     cell: str
     topology: GDTopology
     config: GDConfig
@@ -174,42 +188,136 @@ class NodeCtx:
     #: broker -> its cell, for every broker of the topology
     broker_cells: Mapping[str, str] = attrs.field(factory=dict)
     #: the pubend's in-order publication shortcut applies (``fast_paths`` on and the rules it
-    #: builds in are the policy's; see ``roles._phb_fast_policy``)
+    #: builds in are the policy's; see ``pubend.fast_policy``)
     fast_publish: bool = False
 
 
-@final
 @attrs.frozen(kw_only=True, slots=False)
-class NodeState:
-    """The whole state of one physical broker. ``up`` is False between a crash and the next
-    ``Restart``; ``log`` is its stable storage (kept by a crash), everything else is soft."""
+class _Node:
+    """What every broker state holds, whatever its role: the static context, whether it is up
+    (False between a crash and the next ``Restart``), the incarnation (``epoch``, counted by
+    restarts; a timer of an earlier incarnation is ignored) and the link facts it routes by
+    [GD §3.1]. Private: each role's state class below is final."""
+
+    #: the role's name in the topology, for messages (``"PHB"``, ``"IB"``, ``"SHB"``)
+    ROLE: ClassVar[str] = ""
+    #: the role's long name, for messages and the rule map
+    TITLE: ClassVar[str] = ""
 
     ctx: NodeCtx = attrs.field(eq=False, repr=False)
     up: bool = True
     epoch: int = 0
-    #: one per pubend of ``NodeCtx.pubends``, in that order (empty until the node boots)
-    streams: tuple[Stream, ...] = ()
-    log: FMap[str, PubendLog] = attrs.field(factory=FMap)
-    #: pubend -> messages being logged, ``(tick, Data)`` ascending
-    pending: FMap[str, tuple[tuple[int, Data], ...]] = attrs.field(factory=FMap)
-    assigned: FMap[str, int] = attrs.field(factory=FMap)
     links_down: PSet[str] = attrs.field(factory=pset)
     status: FMap[str, tuple[str, ...]] = attrs.field(factory=FMap)
-    index: FilterIndex = attrs.field(factory=FilterIndex)
-    connections: PMap[str, int] = attrs.field(factory=pmap)
-    groups: FMap[str, GroupState] = attrs.field(factory=FMap)
 
     @property
     def name(self) -> str:
         return self.ctx.name
 
+    @property
+    def role(self) -> str:
+        return self.ROLE
+
+
+@attrs.frozen(kw_only=True, slots=False)
+class _StreamNode(_Node):
+    """A guaranteed-delivery broker: one stream per pubend of ``NodeCtx.pubends``, in that
+    order (empty until the node boots) [GD §3.1]."""
+
+    streams: tuple[Stream, ...] = ()
+
     def stream(self, pubend: str) -> Stream:
         """The node's stream of ``pubend`` (istream at a PHB/IB, subend stream at an SHB)."""
         return self.streams[self.ctx.index[pubend]]
 
-    @property
-    def role(self) -> str:
-        return self.ctx.role
+
+@final
+@attrs.frozen(kw_only=True, slots=False)
+class PHBState(_StreamNode):
+    """A pubend hosting broker [GD §2.2, §3.2]: its streams, its pubends' stable ``log`` (kept
+    by a crash; everything else is soft), the messages being logged (``pending``) and the
+    highest tick assigned or pre-assigned per pubend."""
+
+    ROLE: ClassVar[str] = "PHB"
+    TITLE: ClassVar[str] = "pubend hosting broker"
+
+    log: FMap[str, PubendLog] = attrs.field(factory=FMap)
+    #: pubend -> messages being logged, ``(tick, Data)`` ascending
+    pending: FMap[str, tuple[tuple[int, Data], ...]] = attrs.field(factory=FMap)
+    assigned: FMap[str, int] = attrs.field(factory=FMap)
+
+
+@final
+@attrs.frozen(kw_only=True, slots=False)
+class IBState(_StreamNode):
+    """An intermediate broker [GD §3.1]: ``istream[P]`` and its ostreams per pubend."""
+
+    ROLE: ClassVar[str] = "IB"
+    TITLE: ClassVar[str] = "intermediate broker"
+
+
+@final
+@attrs.frozen(kw_only=True, slots=False)
+class SHBState(_StreamNode):
+    """A subscriber hosting broker [GD §2.3, §3.2, §4.1]: one consolidated stream per pubend,
+    the subscribers' filter ``index`` and connections, and the total-order merges."""
+
+    ROLE: ClassVar[str] = "SHB"
+    TITLE: ClassVar[str] = "subscriber hosting broker"
+
+    index: FilterIndex = attrs.field(factory=FilterIndex)
+    connections: PMap[str, int] = attrs.field(factory=pmap)
+    groups: FMap[str, GroupState] = attrs.field(factory=FMap)
+
+
+@final
+@attrs.frozen(kw_only=True, slots=False)
+class BestEffortPHB(_Node):
+    """A pubend hosting broker in best-effort mode [GD §4.1]: only the tick assignment."""
+
+    ROLE: ClassVar[str] = "PHB"
+    TITLE: ClassVar[str] = "best-effort pubend hosting broker"
+
+    assigned: FMap[str, int] = attrs.field(factory=FMap)
+
+
+@final
+@attrs.frozen(kw_only=True, slots=False)
+class BestEffortIB(_Node):
+    """An intermediate broker in best-effort mode [GD §4.1]: no stream at all."""
+
+    ROLE: ClassVar[str] = "IB"
+    TITLE: ClassVar[str] = "best-effort intermediate broker"
+
+
+@final
+@attrs.frozen(kw_only=True, slots=False)
+class BestEffortSHB(_Node):
+    """A subscriber hosting broker in best-effort mode [GD §4.1]: subscribers and their
+    connections; a message is delivered on arrival."""
+
+    ROLE: ClassVar[str] = "SHB"
+    TITLE: ClassVar[str] = "best-effort subscriber hosting broker"
+
+    index: FilterIndex = attrs.field(factory=FilterIndex)
+    connections: PMap[str, int] = attrs.field(factory=pmap)
+
+
+#: A guaranteed-delivery broker of any role (the roles that keep streams).
+GDNode = PHBState | IBState | SHBState
+#: A best-effort broker of any role [GD §4.1].
+BestEffortNode = BestEffortPHB | BestEffortIB | BestEffortSHB
+#: The whole state of one physical broker: its role is its type.
+NodeState = PHBState | IBState | SHBState | BestEffortPHB | BestEffortIB | BestEffortSHB
+#: Every role state class, guaranteed delivery first.
+ROLE_TYPES: tuple[type[NodeState], ...] = (
+    PHBState,
+    IBState,
+    SHBState,
+    BestEffortPHB,
+    BestEffortIB,
+    BestEffortSHB,
+)
 
 
 _FIELDS: dict[type, frozenset[str]] = {}

@@ -142,7 +142,7 @@ def check_pair(impl: PairedStream, ref: ReferencePair[Knowledge, Curiosity], blk
     check_stream(impl.curiosity, ref.curiosity, blk, knowledge=False)
     assert impl.final_prefix == blk.first(ref.final_prefix())
     assert impl.doubt_horizon_gd() == blk.first(ref.doubt_horizon_gd(gd_settled))
-    # How the two doubt horizons relate (impl/streams.py, "Doubt horizons").
+    # How the two doubt horizons relate (impl/streams/__init__.py, "Doubt horizons").
     gd = impl.doubt_horizon_gd()
     for ld in range(-1, QUERY):
         if not all(gd_settled(*ref.value(t)) for t in range(ld + 1)):

@@ -1,0 +1,239 @@
+"""Knowledge and curiosity streams, and the transfer of whole streams [GD §2.1, §2.4, DUR §4.1].
+
+Theory of operation
+-------------------
+:class:`KnowledgeStream` (``Q`` beyond its runs) and :class:`CuriosityStream` (``N`` beyond
+its runs) are the two kinds of :class:`~gapless.impl.streams.runs._RunStream`: accumulation by
+join and the lowerings each lattice allows — ``finalize`` and ``release`` for knowledge
+[GD §2.1, DUR §3], ``forget_curious`` for curiosity [GD §3.1] — plus knowledge's gap search and
+DUR's doubt horizon [DUR §4.1]. :func:`merge` and :func:`upstream_curiosity` combine several
+streams run by run with one sweep over their run starts, and
+:meth:`KnowledgeStream.filtered` applies a filter [GD §2.4].
+"""
+
+from __future__ import annotations
+
+from bisect import bisect_right
+from collections.abc import Callable, Iterable, Sequence
+from operator import is_
+from typing import Any, ClassVar, TypeVar, final
+
+from gapless.impl.curiosity import A, Curiosity, N, upstream
+from gapless.impl.curiosity import forget_curiosity as _forget_c
+from gapless.impl.errors import InvalidTick, LatticeMismatch
+from gapless.impl.knowledge import F, Kind, Knowledge, Q
+from gapless.impl.knowledge import finalize as _finalize_k
+from gapless.impl.knowledge import release as _release_k
+from gapless.impl.streams.runs import _canonical, _RunStream, _tick
+from gapless.impl.transfer import Predicate, filter_value, merge_values
+
+V = TypeVar("V")
+
+
+@final
+class KnowledgeStream(_RunStream[Knowledge]):
+    """An immutable, run-length-encoded knowledge stream [GD §2.1]; ``Q`` beyond its runs.
+
+    >>> from gapless.impl.knowledge import D, E, F, L, Q, S
+    >>> k = KnowledgeStream()
+    >>> k.value_at(0), k.final_prefix, list(k.runs())
+    (Q, 0, [])
+    >>> k = k.accumulate(0, 9, S).accumulate(5, 5, D("x"))
+    >>> [(r.start, r.end, r.value) for r in k.runs()]
+    [(0, 4, S), (5, 5, E), (6, 9, S)]
+    >>> k.forget(0, 10**9).value_at(5)
+    Q
+    >>> k.finalize(0, 4).final_prefix
+    5
+    >>> k.release(0, 2).value_at(1), k.next_gap(3)
+    (L, (10, None))
+    """
+
+    __slots__ = ()
+
+    _FINAL: ClassVar[Knowledge] = F
+    _BOTTOM: ClassVar[Knowledge] = Q
+    _TYPE: ClassVar[Any] = Knowledge
+    _NAME: ClassVar[str] = "KnowledgeStream"
+    _LATTICE: ClassVar[str] = "knowledge"
+    _ALLOWED: ClassVar[str] = "Q, L, D(a), D*(a), F, S, E"
+
+    def accumulate(self, start: int, end: int, value: Knowledge) -> KnowledgeStream:
+        """Join ``value`` into every tick of ``[start, end]`` (knowledge accumulation,
+        [GD §2.1]). In the bottom tail this is an append and touches no run."""
+        return self._accumulate("KnowledgeStream.accumulate", start, end, value)
+
+    def finalize(self, start: int, end: int) -> KnowledgeStream:
+        """Lower S and D* to F in ``[start, end]`` ("any S or D* tick is automatically
+        lowered to F", [GD §2.1])."""
+        return self._lower("KnowledgeStream.finalize", start, end, _finalize_k)
+
+    def release(self, start: int, end: int) -> KnowledgeStream:
+        """Lower every non-Q tick of ``[start, end]`` to L (the pubend's release, [DUR §3])."""
+        return self._lower("KnowledgeStream.release", start, end, _release_k)
+
+    def next_gap(self, tick: int) -> tuple[int, int | None]:
+        """The first run of Q ticks at or after ``tick``: ``(first, last)`` inclusive, ``last``
+        None when the gap is the infinite tail. A nack covers such a range [GD §3.1]."""
+        t = _tick("KnowledgeStream.next_gap", "tick", tick)
+        s, v = self._s, self._v
+        t = max(t, self._p)
+        i = bisect_right(s, t) - 1
+        n = len(s) - 1
+        while i < n:
+            if v[i].kind is Kind.Q:
+                return max(t, s[i]), s[i + 1] - 1
+            i += 1
+        return max(t, s[n]), None
+
+    def doubt_horizon_dur(self, latest_delivered: int) -> int:
+        """The doubt horizon of [DUR §4.1]: the highest timestamp ``h >= latest_delivered``
+        such that every tick in ``(latest_delivered, h]`` is not Q. ``latest_delivered = -1``
+        means nothing is delivered yet (tick 0 is then the first tick in doubt).
+
+        >>> from gapless.impl.knowledge import D, F
+        >>> k = KnowledgeStream().accumulate(0, 103, F).accumulate(104, 104, D(1))
+        >>> k = k.accumulate(105, 105, F).accumulate(106, 106, D(3))
+        >>> k.doubt_horizon_dur(104), k.accumulate(108, 108, F).doubt_horizon_dur(104)
+        (106, 106)
+        """
+        ld = latest_delivered
+        if type(ld) is not int or ld < -1:
+            raise InvalidTick(
+                f"KnowledgeStream.doubt_horizon_dur: latest_delivered={ld!r} is not a "
+                "timestamp; allowed: an int >= -1 (-1: nothing delivered yet)"
+            )
+        return self.next_gap(ld + 1)[0] - 1
+
+    def filtered(self, matches: Predicate) -> KnowledgeStream:
+        """The filter edge's output for this whole stream [GD §2.4], run by run: D(a) and
+        D*(a) pass when ``matches(a)``, else become F; other values pass unchanged."""
+        if not callable(matches):
+            raise LatticeMismatch(
+                f"KnowledgeStream.filtered: {matches!r} is not a predicate; allowed: a "
+                "callable taking a payload and returning a bool"
+            )
+        v = self._v
+        out = [filter_value(x, matches) for x in v]
+        if all(map(is_, out, v)):
+            return self
+        starts = [0, *self._s] if self._p else list(self._s)
+        values = [F, *out] if self._p else out
+        return self._make(*_canonical(starts, values, F))
+
+
+# -- curiosity ----------------------------------------------------------------------------
+
+
+@final
+class CuriosityStream(_RunStream[Curiosity]):
+    """An immutable, run-length-encoded curiosity stream [GD §2.1.1]; ``N`` beyond its runs.
+
+    >>> from gapless.impl.curiosity import A, C, N
+    >>> c = CuriosityStream().accumulate(0, 99, A).accumulate(200, 209, C)
+    >>> c.final_prefix, c.value_at(150), c.value_at(205)
+    (100, N, C)
+    >>> c.forget_curious(0, 10**6).value_at(205), c.forget(0, 10).final_prefix
+    (N, 0)
+    """
+
+    __slots__ = ()
+
+    _FINAL: ClassVar[Curiosity] = A
+    _BOTTOM: ClassVar[Curiosity] = N
+    _TYPE: ClassVar[Any] = Curiosity
+    _NAME: ClassVar[str] = "CuriosityStream"
+    _LATTICE: ClassVar[str] = "curiosity"
+    _ALLOWED: ClassVar[str] = "N, C, A"
+
+    def accumulate(self, start: int, end: int, value: Curiosity) -> CuriosityStream:
+        """Join ``value`` (chain N < C < A) into every tick of ``[start, end]``."""
+        return self._accumulate("CuriosityStream.accumulate", start, end, value)
+
+    def forget_curious(self, start: int, end: int) -> CuriosityStream:
+        """Lower C to N in ``[start, end]`` so repeated nacks appear fresh [GD §3.1]."""
+        return self._lower("CuriosityStream.forget_curious", start, end, _forget_c)
+
+
+# -- transfer of whole streams [GD §2.4] ---------------------------------------------------
+
+
+def _sweep(
+    streams: Sequence[_RunStream[V]], fn: Callable[[list[V]], V]
+) -> tuple[list[int], list[V]]:
+    """Apply ``fn`` to the values of all streams on every segment where none of them changes."""
+    cursors: list[tuple[list[int], list[Any]]] = []
+    st: _RunStream[V]
+    for st in streams:
+        if st._p:
+            cursors.append(([0, *st._s], [st._FINAL, *st._v]))
+        else:
+            cursors.append((list(st._s), list(st._v)))
+    bounds = sorted({b for starts, _ in cursors for b in starts})
+    idx = [0] * len(cursors)
+    out_s: list[int] = []
+    out_v: list[V] = []
+    for b in bounds:
+        vals: list[V] = []
+        for k, (starts, values) in enumerate(cursors):
+            i = idx[k]
+            while i + 1 < len(starts) and starts[i + 1] <= b:
+                i += 1
+            idx[k] = i
+            vals.append(values[i])
+        out_s.append(b)
+        out_v.append(fn(vals))
+    return out_s, out_v
+
+
+def merge(streams: Iterable[KnowledgeStream]) -> KnowledgeStream:
+    """The merge hyperedge's output for whole streams [GD §2.4]: per tick,
+    :func:`~gapless.impl.transfer.merge_values`, computed once per segment on which no input
+    changes. Cost: the inputs' runs, not their ticks.
+
+    >>> from gapless.impl.knowledge import D, F
+    >>> a = KnowledgeStream().accumulate(0, 9, F).accumulate(10, 10, D("a"))
+    >>> b = KnowledgeStream().accumulate(0, 19, F)
+    >>> list(merge([a, b]).runs())
+    [Run(start=0, end=9, value=F), Run(start=10, end=10, value=D('a'))]
+    """
+    items = list(streams)
+    if not items:
+        raise LatticeMismatch("merge: a merge needs at least one input stream; got none")
+    for x in items:
+        if type(x) is not KnowledgeStream:
+            raise LatticeMismatch(
+                f"merge: {x!r} is not a KnowledgeStream; allowed: KnowledgeStream inputs"
+            )
+    if len(items) == 1:
+        return items[0]
+    starts, values = _sweep(items, merge_values)
+    return KnowledgeStream._make(*_canonical(starts, values, F))
+
+
+def upstream_curiosity(streams: Iterable[CuriosityStream]) -> CuriosityStream:
+    """The curiosity an upstream stream takes from its downstream streams [GD §2.4], per tick
+    :func:`~gapless.impl.curiosity.upstream` (any C gives C, all A gives A, else N).
+
+    >>> from gapless.impl.curiosity import A, C
+    >>> x = CuriosityStream().accumulate(0, 9, A)
+    >>> y = CuriosityStream().accumulate(0, 4, A).accumulate(5, 5, C)
+    >>> list(upstream_curiosity([x, y]).runs())
+    [Run(start=0, end=4, value=A), Run(start=5, end=5, value=C)]
+    """
+    items = list(streams)
+    if not items:
+        raise LatticeMismatch("upstream_curiosity: needs at least one downstream stream; got none")
+    for x in items:
+        if type(x) is not CuriosityStream:
+            raise LatticeMismatch(
+                f"upstream_curiosity: {x!r} is not a CuriosityStream; "
+                "allowed: CuriosityStream inputs"
+            )
+    if len(items) == 1:
+        return items[0]
+    starts, values = _sweep(items, upstream)
+    return CuriosityStream._make(*_canonical(starts, values, A))
+
+
+# -- the paired view: knowledge + curiosity under the F <=> A linkage -----------------------
