@@ -58,23 +58,23 @@ N = TypeVar("N", PHBState, IBState, SHBState, BestEffortPHB, BestEffortIB, BestE
 ROUTE_MEMO_SIZE: Final = 65_536
 
 # route is a pure function of (ctx, links_down, status, p, cell); links and status change
-# rarely, so the last answer per (node, pubend, cell) is kept with the values it was computed
-# from (a transparent memo: identity-checked inputs, same result).
-_ROUTES: dict[tuple[int, str, str], tuple[Any, Any, Any, tuple[str, str | None] | None]] = {}
+# rarely, so the last answer per (pubend, cell) is kept in the node's context (one run) with
+# the values it was computed from (a transparent memo: identity-checked inputs, same result).
 
 
 def route(st: NodeState, p: str, cell: str) -> tuple[str, str | None] | None:
     """``(broker, for_cell)`` to send ``p``'s knowledge towards downstream ``cell`` [GD §3.1]
     (``for_cell`` set: sideways through a cell neighbour); None when no link leads there."""
-    ctx = st.ctx
-    key = (id(ctx), p, cell)
-    hit = _ROUTES.get(key)
-    if hit is not None and hit[0] is ctx and hit[1] is st.links_down and hit[2] is st.status:
-        return hit[3]
+    routes = st.ctx.memo["routes"]
+    key = (p, cell)
+    hit = routes.get(key)
+    if hit is not None and hit[0] is st.links_down and hit[1] is st.status:
+        got: tuple[str, str | None] | None = hit[2]
+        return got
     got = _route_now(st, p, cell)
-    if len(_ROUTES) >= ROUTE_MEMO_SIZE:
-        _ROUTES.clear()
-    _ROUTES[key] = (ctx, st.links_down, st.status, got)
+    if len(routes) >= ROUTE_MEMO_SIZE:
+        routes.clear()
+    routes[key] = (st.links_down, st.status, got)
     return got
 
 

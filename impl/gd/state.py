@@ -190,6 +190,12 @@ class NodeCtx:
     #: the pubend's in-order publication shortcut applies (``fast_paths`` on and the rules it
     #: builds in are the policy's; see ``pubend.fast_policy``)
     fast_publish: bool = False
+    #: transparent memos of pure functions of this node's inputs (routes, subscriber
+    #: cohorts): same inputs, same answer, checked by identity. They live as long as this
+    #: context — one run — never in a module-level cache that outlives it.
+    memo: dict[str, dict[Any, Any]] = attrs.field(
+        factory=lambda: {"routes": {}, "cohorts": {}}, repr=False
+    )
 
 
 @attrs.frozen(kw_only=True, slots=False)

@@ -111,22 +111,22 @@ def deliver(st: SHBState | BestEffortSHB, index: FilterIndex, p: str, d: Data, s
             Deliver(subscriber=sub, pubend=p, tick=d.tick, payload=d, connection=conns[sub])
         )
     elif subs:
-        step.out.append(DeliverCohort(pubend=p, tick=d.tick, payload=d, to=_cohort(subs, conns)))
+        to = _cohort(subs, conns, st.ctx.memo["cohorts"])
+        step.out.append(DeliverCohort(pubend=p, tick=d.tick, payload=d, to=to))
 
 
-# Cohorts built for each connections map: a transparent memo (same inputs, same value), so
-# the SHB reuses one ``to`` tuple per set of matching subscribers while their connections
-# stay the same, and readers can memoise by identity.
-_COHORTS: dict[int, tuple[Any, dict[tuple[str, ...], tuple[tuple[str, int], ...]]]] = {}
+# Cohorts built for each connections map: a transparent memo in the SHB's context (one run;
+# same inputs, same value), so the SHB reuses one ``to`` tuple per set of matching subscribers
+# while their connections stay the same, and readers can memoise by identity.
 
 
-def _cohort(subs: tuple[str, ...], conns: Any) -> tuple[tuple[str, int], ...]:
-    hit = _COHORTS.get(id(conns))
+def _cohort(subs: tuple[str, ...], conns: Any, memo: dict[Any, Any]) -> tuple[tuple[str, int], ...]:
+    hit = memo.get(id(conns))
     if hit is None or hit[0] is not conns:
-        if len(_COHORTS) >= COHORT_MAPS:
-            _COHORTS.clear()
-        hit = _COHORTS[id(conns)] = (conns, {})
-    table = hit[1]
+        if len(memo) >= COHORT_MAPS:
+            memo.clear()
+        hit = memo[id(conns)] = (conns, {})
+    table: dict[tuple[str, ...], tuple[tuple[str, int], ...]] = hit[1]
     to = table.get(subs)
     if to is None:
         to = tuple([(sub, conns[sub]) for sub in subs])
