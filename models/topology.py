@@ -30,12 +30,15 @@ one total order, through cell IB1 = b1, b2, to s1 and s2).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from typing import Final
 
 import networkx as nx
 
 from gapless.impl.errors import ProtocolMisuse
+from gapless.impl.gd.topology import GDTopology, figure3
+from gapless.impl.gd.topology import total_order as gd_total_order
+from gapless.impl.gd.topology import two_broker as gd_two_broker
 
 __all__ = [
     "TOPOLOGIES",
@@ -44,6 +47,7 @@ __all__ = [
     "cell_of",
     "downstream_cells",
     "fig3",
+    "graph_of",
     "link_name",
     "links",
     "pubends",
@@ -62,78 +66,48 @@ def link_name(a: str, b: str) -> str:
     return f"{x}|{y}"
 
 
-def _build(
-    name: str,
-    cells: Mapping[str, tuple[str, tuple[str, ...]]],
-    cell_tree: list[tuple[str, str]],
-    pubs: list[tuple[str, str]],
-    order: str,
-    merged: tuple[str, ...] = (),
-) -> nx.Graph:
+def graph_of(name: str, t: GDTopology, *, order: str = "publisher") -> nx.Graph:
+    """The world's graph of the GD network ``t`` (defined once, in
+    :mod:`gapless.impl.gd.topology`): roles lower-cased, each link a ``"cell"`` edge inside a
+    cell or a ``"tree"`` edge between cells, the cell tree oriented from each pubend's PHB,
+    and the pubends of ``t``'s total-order group as ``merged``."""
+    merged = tuple(sorted({p for group in t.groups.values() for p in group}))
+    tree = sorted(
+        {
+            (parent, cell)
+            for p in t.pubends
+            for cell in t.cells()
+            if (parent := t.parent_cell(p, cell)) is not None
+        }
+    )
     g = nx.Graph(
         name=name,
-        pubends=tuple(sorted(pubs)),
-        cell_tree=tuple(sorted(cell_tree)),
+        pubends=tuple(sorted(t.pubends.items())),
+        cell_tree=tuple(tree),
         order=order,
         merged=merged,
     )
-    for cell in sorted(cells):
-        role, members = cells[cell]
-        for m in members:
-            g.add_node(m, role=role, cell=cell)
-        for i, a in enumerate(members):
-            for b in members[i + 1 :]:
-                g.add_edge(a, b, kind="cell")
-    for up, down in sorted(cell_tree):
-        for a in cells[up][1]:
-            for b in cells[down][1]:
-                g.add_edge(a, b, kind="tree")
+    for cell in t.cells():
+        for m in t.cell_brokers(cell):
+            g.add_node(m, role=t.brokers[m].role.lower(), cell=cell)
+    for a, b in t.links:
+        g.add_edge(a, b, kind="cell" if t.cell_of(a) == t.cell_of(b) else "tree")
     return g
 
 
 def fig3() -> nx.Graph:
     """GD Figure 3: the 10-broker, 8-cell network of the failure experiments [GD §4.2]."""
-    cells = {
-        "p1": ("phb", ("p1",)),
-        "IB1": ("ib", ("b1", "b2")),
-        "IB2": ("ib", ("b3", "b4")),
-        "s1": ("shb", ("s1",)),
-        "s2": ("shb", ("s2",)),
-        "s3": ("shb", ("s3",)),
-        "s4": ("shb", ("s4",)),
-        "s5": ("shb", ("s5",)),
-    }
-    tree = [
-        ("p1", "IB1"),
-        ("p1", "IB2"),
-        ("IB1", "s1"),
-        ("IB1", "s2"),
-        ("IB2", "s3"),
-        ("IB2", "s4"),
-        ("IB2", "s5"),
-    ]
-    pubs = [("P0", "p1"), ("P1", "p1"), ("P2", "p1"), ("P3", "p1")]
-    return _build("fig3", cells, tree, pubs, "publisher")
+    return graph_of("fig3", figure3(pubends=4))
 
 
 def total_order() -> nx.Graph:
     """Two pubends on two PHBs merged into one total order, like GD Figure 1's Topic 2."""
-    cells = {
-        "p1": ("phb", ("p1",)),
-        "p2": ("phb", ("p2",)),
-        "IB1": ("ib", ("b1", "b2")),
-        "s1": ("shb", ("s1",)),
-        "s2": ("shb", ("s2",)),
-    }
-    tree = [("p1", "IB1"), ("p2", "IB1"), ("IB1", "s1"), ("IB1", "s2")]
-    pubs = [("T1", "p1"), ("T2", "p2")]
-    return _build("total-order", cells, tree, pubs, "total", merged=("T1", "T2"))
+    return graph_of("total-order", gd_total_order(), order="total")
 
 
 def two_broker() -> nx.Graph:
-    """GD §4.1's asymmetric configuration: one PHB ``p1`` (pubend P1) and one SHB ``s1``."""
-    cells = {"p1": ("phb", ("p1",)), "s1": ("shb", ("s1",))}
-    return _build("two-broker", cells, [("p1", "s1")], [("P0", "p1")], "publisher")
+    """GD §4.1's asymmetric configuration: one PHB ``p1`` (pubend P0) and one SHB ``s1``."""
+    return graph_of("two-broker", gd_two_broker(pubends=1, phb="p1", shb="s1"))
 
 
 TOPOLOGIES: Final[dict[str, Callable[[], nx.Graph]]] = {

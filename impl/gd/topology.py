@@ -42,7 +42,15 @@ from pyrsistent import PMap, pmap
 
 from gapless.impl.errors import ProtocolMisuse
 
-__all__ = ["ROLES", "BrokerSpec", "GDTopology", "SubscriberSpec", "figure3", "two_broker"]
+__all__ = [
+    "ROLES",
+    "BrokerSpec",
+    "GDTopology",
+    "SubscriberSpec",
+    "figure3",
+    "total_order",
+    "two_broker",
+]
 
 ROLES: Final = ("PHB", "IB", "SHB")
 
@@ -303,14 +311,38 @@ def figure3(pubends: int = 4, subscribers_per_shb: int = 1, filter: str = "true"
     )
 
 
-def two_broker(subscribers: Mapping[str, str] | None = None, pubends: int = 1) -> GDTopology:
-    """The two-broker network of [GD §4.1]: PHB ``phb`` linked to SHB ``shb``;
-    ``subscribers`` maps subscriber name -> filter text."""
-    subs = {n: SubscriberSpec(shb="shb", filter=f) for n, f in (subscribers or {}).items()}
+def two_broker(
+    subscribers: Mapping[str, str] | None = None,
+    pubends: int = 1,
+    *,
+    phb: str = "phb",
+    shb: str = "shb",
+) -> GDTopology:
+    """The two-broker network of [GD §4.1]: PHB ``phb`` linked to SHB ``shb`` (the simulated
+    world's ``two-broker`` topology names them ``p1`` and ``s1``); ``subscribers`` maps
+    subscriber name -> filter text."""
+    subs = {n: SubscriberSpec(shb=shb, filter=f) for n, f in (subscribers or {}).items()}
     return GDTopology(
-        brokers={"phb": ("PHB", "phb"), "shb": ("SHB", "shb")},
-        links=[("phb", "shb")],
-        pubends={f"P{i}": "phb" for i in range(pubends)},
-        cell_edges=[("phb", "shb")],
+        brokers={phb: ("PHB", phb), shb: ("SHB", shb)},
+        links=[(phb, shb)],
+        pubends={f"P{i}": phb for i in range(pubends)},
+        cell_edges=[(phb, shb)],
         subscribers=subs,
+    )
+
+
+def total_order() -> GDTopology:
+    """Two pubends on two PHBs merged into one total order, like [GD Figure 1]'s Topic 2:
+    T1 at p1 and T2 at p2, through cell IB1 = b1, b2, to SHBs s1 and s2 (group ``total``)."""
+    brokers: dict[str, tuple[str, str]] = {"p1": ("PHB", "p1"), "p2": ("PHB", "p2")}
+    brokers.update(dict.fromkeys(("b1", "b2"), ("IB", "IB1")))
+    brokers.update({s: ("SHB", s) for s in ("s1", "s2")})
+    links = [(p, b) for p in ("p1", "p2") for b in ("b1", "b2")] + [("b1", "b2")]
+    links += [(b, s) for b in ("b1", "b2") for s in ("s1", "s2")]
+    return GDTopology(
+        brokers=brokers,
+        links=links,
+        pubends={"T1": "p1", "T2": "p2"},
+        cell_edges=[("p1", "IB1"), ("p2", "IB1"), ("IB1", "s1"), ("IB1", "s2")],
+        groups={"total": ("T1", "T2")},
     )
