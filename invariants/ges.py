@@ -7,8 +7,9 @@ protocol's own summary :class:`~gapless.impl.ges.messages.GesWire`), deliveries,
 disconnects, faults, and writes (a write counts once its ``persisted`` record shows it
 completed) — and never a role's state. Its ledger keeps what the invariants share: the events
 the storages logged (storage, epoch -> publisher, attributes), each client's registration
-epoch per storage (the ``start`` of its first completed ``registration`` write there), what was delivered to whom, where each client has connected, which links and
-nodes are down, and the storages' client registrations.
+epoch per storage (the ``start`` of its first completed ``registration`` write there), what
+was delivered to whom, where each client has connected, which links and nodes are down, and
+the storages' client registrations.
 
 Invariants (:data:`INVARIANTS`):
 
