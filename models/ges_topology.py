@@ -18,6 +18,9 @@ super-cluster hosts one system stable storage (``storage`` node attribute): ``n6
 ``n17``. Publisher ``P0`` is at ``n22`` (the paper's publisher node) and ``P1`` at ``n1``.
 Every node hosts clients (role ``shb``), so any node is a roaming client's possible home.
 
+``ges-small`` (eight nodes: two super-clusters of two 2-node clusters, storages ``n2`` and
+``n7``, publishers at ``n8`` and ``n1``) keeps tests and fuzzing fast.
+
 Graph attributes follow :mod:`gapless.models.topology` (``role``, ``cell``, ``pubends``) plus
 ``address`` per node and the graph's ``storages``; :func:`clustering_coefficient` is
 networkx's average clustering (outside ``impl``, as the layering wants).
@@ -31,16 +34,23 @@ from typing import Final
 
 import networkx as nx
 
-__all__ = ["GES_TOPOLOGIES", "clustering_coefficient", "ges_dense", "ges_sparse"]
+__all__ = [
+    "GES_TOPOLOGIES",
+    "clustering_coefficient",
+    "ges_dense",
+    "ges_small",
+    "ges_sparse",
+]
 
 _SIZES: Final = ((4, 4, 3), (4, 4, 3))
 _STORAGES: Final = ("n6", "n17")
+_SMALL: Final = ((2, 2), (2, 2))
 
 
-def _nodes() -> dict[str, tuple[int, int, int]]:
+def _nodes(sizes: tuple[tuple[int, ...], ...] = _SIZES) -> dict[str, tuple[int, int, int]]:
     out: dict[str, tuple[int, int, int]] = {}
     i = 1
-    for sc, clusters in enumerate(_SIZES):
+    for sc, clusters in enumerate(sizes):
         for c, size in enumerate(clusters):
             for k in range(size):
                 out[f"n{i}"] = (sc, c, k)
@@ -52,12 +62,16 @@ def _members(nodes: dict[str, tuple[int, int, int]], sc: int, c: int) -> list[st
     return sorted((n for n, a in nodes.items() if a[:2] == (sc, c)), key=lambda n: nodes[n])
 
 
-def _build(intra: Callable[[list[str]], list[tuple[str, str]]], name: str) -> nx.Graph:
-    nodes = _nodes()
+def _build(
+    intra: Callable[[list[str]], list[tuple[str, str]]],
+    name: str,
+    sizes: tuple[tuple[int, ...], ...] = _SIZES,
+) -> nx.Graph:
+    nodes = _nodes(sizes)
     g = nx.Graph(name=name)
     for n, addr in nodes.items():
         g.add_node(n, role="shb", cell=f"c{addr[0]}.{addr[1]}", address=addr)
-    for sc, clusters in enumerate(_SIZES):
+    for sc, clusters in enumerate(sizes):
         groups = [_members(nodes, sc, c) for c in range(len(clusters))]
         for m in groups:
             g.add_edges_from(intra(m))
@@ -65,10 +79,14 @@ def _build(intra: Callable[[list[str]], list[tuple[str, str]]], name: str) -> nx
             for b in range(a + 1, len(groups)):
                 g.add_edge(groups[a][0], groups[b][-1])
                 g.add_edge(groups[a][1], groups[b][0])
-    g.add_edge("n9", "n12")  # two links between the super-clusters
-    g.add_edge("n11", "n20")
-    g.graph["pubends"] = (("P0", "n22"), ("P1", "n1"))
-    g.graph["storages"] = _STORAGES
+    if sizes == _SMALL:
+        g.add_edges_from((("n3", "n5"), ("n4", "n6")))
+        g.graph["pubends"] = (("P0", "n8"), ("P1", "n1"))
+        g.graph["storages"] = ("n2", "n7")
+    else:
+        g.add_edges_from((("n9", "n12"), ("n11", "n20")))  # two super-cluster links
+        g.graph["pubends"] = (("P0", "n22"), ("P1", "n1"))
+        g.graph["storages"] = _STORAGES
     g.graph["cell_tree"] = ()
     return g
 
@@ -94,6 +112,11 @@ def ges_sparse() -> nx.Graph:
     return _build(_ring, "ges-sparse")
 
 
+def ges_small() -> nx.Graph:
+    """Eight nodes: two super-clusters of two 2-node clusters (fast tests and fuzzing)."""
+    return _build(_clique, "ges-small", _SMALL)
+
+
 def clustering_coefficient(g: nx.Graph) -> float:
     """The average clustering coefficient of ``g`` (rounded to 3 places)."""
     return round(float(nx.average_clustering(g)), 3)
@@ -102,4 +125,5 @@ def clustering_coefficient(g: nx.Graph) -> float:
 GES_TOPOLOGIES: Final[dict[str, Callable[[], nx.Graph]]] = {
     "ges-dense": ges_dense,
     "ges-sparse": ges_sparse,
+    "ges-small": ges_small,
 }

@@ -133,11 +133,11 @@ VARIANTS: Final[dict[str, Variant]] = {
         ),
         _bug(
             "skip-chain",
-            ("roam_exactly_once", "roam_order", "roam_complete"),
-            ("reorder",),
+            ("roam_exactly_once", "roam_order", "roam_complete", "release_after_confirm"),
+            ("link_fail",),
             "A node delivers any event newer than the last delivered without waiting for its "
             "predecessor: an event overtaken on another route is delivered out of order, and "
-            "the one it overtook is then taken for a duplicate and lost.",
+            "the one it overtook is then taken for a duplicate: confirmed, never delivered.",
             in_sequence=deliver_any_newer,
         ),
     )
