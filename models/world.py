@@ -480,7 +480,7 @@ class World:
             for ln in self._crossing(tgt):
                 (self._link_down if phase == "start" else self._link_heal)(ln)
         if phase == "end":
-            self.active[index] = False
+            self.active[index] = k == "fail"  # a broker that failed forever stays failed
         elif phase == "fail":
             self.active[index] = True
         if self.fault_hook is not None:
