@@ -27,7 +27,7 @@ from gapless.impl.ges.messages import GesWire
 from gapless.impl.trace import TraceRecord, percentile
 from gapless.models.faults import FaultEvent
 from gapless.models.ges_binding import network
-from gapless.models.ges_topology import ges_dense
+from gapless.models.ges_topology import GES_TOPOLOGIES, ges_dense
 from gapless.models.registry import Scenario
 from gapless.models.runspec import RunOutcome, RunSpec
 from gapless.models.workload import WorkloadSpec, generate_workload
@@ -135,7 +135,7 @@ def _ledger(trace: tuple[TraceRecord, ...]) -> dict[str, Any]:
 def roam_figures(sc: Scenario, outcome: RunOutcome, brokers: tuple[str, ...]) -> dict[str, Any]:
     """The figures of ``ges-roam`` from the recorded trace (see module doc)."""
     trace = outcome.trace or ()
-    graph = ges_dense()
+    graph = GES_TOPOLOGIES[sc.spec.topology]()
     net = network(graph)
     storage_of = {p: net.storage_of[h] for p, h in graph.graph["pubends"]}
     subs = generate_workload(sc.spec.workload, graph, duration_us=1, seed=0).subscriptions
