@@ -114,6 +114,15 @@ class StorageState:
     events: PMap[int, StoredEvent] = attrs.field(factory=pmap)
     clients: PMap[str, ClientRecord] = attrs.field(factory=pmap)
     graph: ProfileGraph = attrs.field(factory=ProfileGraph)
+    waiting: PMap[str, PSet[int]] = attrs.field(factory=pmap)
+    """Per client, the stored epochs it has not confirmed: a recovery reads only these, so
+    its cost grows with the events the client missed, not with all events stored."""
+
+
+def _wait(waiting: PMap[str, PSet[int]], client: str, epoch: int, on: bool) -> PMap[str, PSet[int]]:
+    got = waiting.get(client, pset())
+    got = got.add(epoch) if on else got.discard(epoch)
+    return waiting.set(client, got) if got else waiting.discard(client)
 
 
 def _matches(profile: str, attributes: Mapping[str, Any]) -> bool:
@@ -136,11 +145,12 @@ def store(
     dests = policy.destinations(st.graph, attributes, brokers)
     dest_set = set(dests)
     targets: dict[str, int] = {}
-    clients = st.clients
+    clients, waiting = st.clients, st.waiting
     for name, rec in sorted(st.clients.items()):
         if rec.broker in dest_set and _matches(rec.profile, attributes):
             targets[name] = rec.last
             clients = clients.set(name, attrs.evolve(rec, last=epoch))
+            waiting = _wait(waiting, name, epoch, True)
     ev = StoredEvent(
         epoch=epoch,
         pubend=pubend,
@@ -153,7 +163,12 @@ def store(
     )
     events = st.events.set(epoch, ev) if targets else st.events
     new = attrs.evolve(
-        st, epoch=epoch, next_seq=st.next_seq.set(pubend, seq + 1), events=events, clients=clients
+        st,
+        epoch=epoch,
+        next_seq=st.next_seq.set(pubend, seq + 1),
+        events=events,
+        clients=clients,
+        waiting=waiting,
     )
     return new, ev
 
@@ -169,18 +184,24 @@ def confirm(
     ev = attrs.evolve(
         ev, pending=ev.pending.remove(client), remaining=policy.decrement(ev.remaining)
     )
+    waiting = _wait(st.waiting, client, epoch, False)
     if ev.remaining <= 0:
-        return attrs.evolve(st, events=st.events.remove(epoch)), ev
-    return attrs.evolve(st, events=st.events.set(epoch, ev)), None
+        for other in ev.pending:  # released early only by a planted bug
+            waiting = _wait(waiting, other, epoch, False)
+        return attrs.evolve(st, events=st.events.remove(epoch), waiting=waiting), ev
+    return attrs.evolve(st, events=st.events.set(epoch, ev), waiting=waiting), None
 
 
 def recovery_queue(st: StorageState, client: str, after: int, upto: int) -> tuple[Queued, ...]:
-    """The stored events after epoch ``after`` up to ``upto`` destined to ``client``."""
-    return tuple(
-        Queued(epoch=e, prev=ev.targets[client], pubend=ev.pubend, attributes=ev.attributes)
-        for e, ev in sorted(st.events.items())
-        if after < e <= upto and client in ev.targets
-    )
+    """The stored events after epoch ``after`` up to ``upto`` destined to ``client`` and not
+    confirmed by it (read from its ``waiting`` index: the cost grows with what it missed)."""
+    out = []
+    for e in sorted(st.waiting.get(client, pset())):
+        if after < e <= upto:
+            ev = st.events[e]
+            q = Queued(epoch=e, prev=ev.targets[client], pubend=ev.pubend, attributes=ev.attributes)
+            out.append(q)
+    return tuple(out)
 
 
 def handoff(
@@ -213,7 +234,7 @@ def handoff(
         return attrs.evolve(st, clients=st.clients.set(client, rec), graph=graph), rec, ()
     effective = policy.effective_epoch(presented, old.start, cut)
     released: list[StoredEvent] = []
-    for e in sorted(st.events):
+    for e in sorted(st.waiting.get(client, pset())):
         if e > effective:
             break
         st, gone = confirm(st, e, client, policy)
@@ -257,6 +278,10 @@ def recover(
         pending = pset(c for c in ev.targets if records.get(c) is None or records[c].confirmed < e)
         if pending:
             events[e] = attrs.evolve(ev, pending=pending, remaining=len(pending))
+    waiting: dict[str, set[int]] = {}
+    for e, ev in events.items():
+        for c in ev.pending:
+            waiting.setdefault(c, set()).add(e)
     graph = ProfileGraph()
     clients: dict[str, ClientRecord] = {}
     for c, r in sorted(records.items()):
@@ -269,4 +294,5 @@ def recover(
         events=pmap(events),
         clients=pmap(clients),
         graph=graph,
+        waiting=pmap({c: pset(es) for c, es in waiting.items()}),
     )
