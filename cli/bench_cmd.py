@@ -20,6 +20,7 @@ BENCHMARKS: dict[str, str] = {
     "streams": "gapless.benchmarks.streams",
     "spark": "gapless.benchmarks.spark",
     "sim": "gapless.benchmarks.sim",
+    "ges": "gapless.benchmarks.ges",
 }
 
 
