@@ -24,7 +24,8 @@ Invariants (:data:`INVARIANTS`):
 * ``selective_routing`` — an event is sent toward a node only if a client whose profile
   matches it has connected there [GES "The problem of event delivery"];
 * ``avoid_suspected`` — no node sends over a link it has been told is down (a failed link, a
-  partition's crossing link, or a link to a crashed or failed node) [GES "Routing events"];
+  partition's crossing link, or a link to a crashed or failed node), after the instant it
+  went down [GES "Routing events"];
 * ``reference_counts`` — the per-edge reference counts a registration reports equal the
   number of registered profiles at that node using the edge (so never negative), and an event
   is released with predicate count exactly zero [GES "Profiles and the profile graph",
@@ -94,6 +95,9 @@ class GESChecker:
         self.down: dict[tuple[str, str], int] = {}
         self.dead: set[str] = set()
         self.failing: set[str] = set()
+        self.changed_at = -1
+        """When links or nodes last went down: a node is told of each link in turn within
+        that instant, so a send in the same instant is not judged."""
         self._interested: dict[tuple[str, int, str], bool] = {}
 
     # ------------------------------------------------------------ plumbing
@@ -135,7 +139,7 @@ class GESChecker:
         elif k == "disconnect":
             self.connected[r.detail.subscriber] = False
         elif k == "fault":
-            self._fault(r.detail)
+            self._fault(r.detail, r.time)
         return self.violation is not None
 
     # ------------------------------------------------------------ deliveries
@@ -172,7 +176,7 @@ class GESChecker:
         if type(w) is not GesWire:
             return
         to = r.detail.to
-        if self._is_down(r.node, to):
+        if self._is_down(r.node, to) and r.time > self.changed_at:
             self._flag("avoid_suspected", r.node, f"sent {w.kind} to {to} over a down link", r)
         if w.kind == "event" and w.epoch is not None:
             for dest in w.dests:
@@ -207,8 +211,10 @@ class GESChecker:
         side = set(target.split(","))
         return [(a, b) for a, b in self.ctx.links if (a in side) != (b in side)]
 
-    def _fault(self, f: Fault) -> None:
+    def _fault(self, f: Fault, time: int = -1) -> None:
         k, tgt, phase = f.kind, f.target, f.phase
+        if phase in ("start", "fail"):
+            self.changed_at = time
         if k in ("crash", "fail") or (k == "stall_broker" and phase != "start"):
             if phase in ("start", "fail"):
                 self.dead.add(tgt)

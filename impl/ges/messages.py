@@ -12,6 +12,7 @@ one copy crosses each link toward the destinations behind it [GES "Routing event
 * :class:`EventMsg` — a stored event on its way to the destination nodes, with, per target
   client at those nodes, the epoch of the previous event destined to it.
 * :class:`Confirm` — a node delivered ``epoch`` to ``client`` (predicate count decrement).
+* :class:`LinkNews` — links that went down or up, flooded to every node.
 * :class:`Handoff` — a client (re)connected at ``broker`` presenting ``presented`` for this
   storage, with its profile; :class:`HandoffAck` — the storage's cut and recovery queue.
 
@@ -34,6 +35,7 @@ __all__ = [
     "GesWire",
     "Handoff",
     "HandoffAck",
+    "LinkNews",
     "Routed",
     "Store",
     "Stored",
@@ -117,6 +119,15 @@ class EventMsg:
 
 @final
 @attrs.frozen(kw_only=True)
+class LinkNews:
+    """Links that went down or up: ``(link, version, up)`` entries
+    (:mod:`gapless.impl.ges.linkstate`)."""
+
+    entries: tuple[tuple[tuple[str, str], tuple[int, str], bool], ...]
+
+
+@final
+@attrs.frozen(kw_only=True)
 class GesWire:
     """What a GES message says, for the invariants: ``kind`` (store, stored, event,
     confirm, handoff, handoff_ack), the ``storage`` it concerns, the ``epoch`` (event,
@@ -176,4 +187,6 @@ def wire(msg: Any) -> GesWire:
         )
     if type(msg) is Routed:
         return _body(msg.body)
+    if type(msg) is LinkNews:
+        return GesWire(kind="link_news")
     return GesWire(kind="other")

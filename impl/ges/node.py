@@ -19,7 +19,8 @@ returns the same state and ``()``.
   clients, which are interested in the receipt of those events"]. It retransmits every
   event still pending to the nodes its pending targets are attached to.
 * **Routing.** Each hop sends one copy per next hop, chosen on the node's connectivity graph
-  (:mod:`gapless.impl.ges.connectivity`), avoiding suspected links and visited nodes.
+  (:mod:`gapless.impl.ges.connectivity`), avoiding the links it suspects or hears are down
+  (:mod:`gapless.impl.ges.linkstate`) and the nodes the message has visited.
 * **Sessions.** A client (re)connecting with a resume token — per storage, the epoch of the
   last event it received — makes its node send every storage a ``Handoff``; each storage
   answers with its cut and recovery queue. Per storage, the node delivers the queue, then
@@ -41,6 +42,7 @@ from pyrsistent import PMap, pmap
 
 from gapless.impl.effects import Deliver, Effect, Persist, Send
 from gapless.impl.ges.config import GESConfig, Network
+from gapless.impl.ges.linkstate import News
 from gapless.impl.ges.messages import (
     Confirm,
     EventMsg,
@@ -121,6 +123,8 @@ class NodeState:
     config: GESConfig
     policy: GESPolicy
     suspected: frozenset[tuple[str, str]] = frozenset()
+    news: News = attrs.field(factory=pmap)
+    avoid: frozenset[tuple[str, str]] = frozenset()
     sessions: PMap[str, Session] = attrs.field(factory=pmap)
     pub_next: PMap[str, int] = attrs.field(factory=pmap)
     outbox: PMap[tuple[str, int], Store] = attrs.field(factory=pmap)
@@ -176,7 +180,7 @@ def route(
     if dest == s.name:
         return on_body(s, body, now)
     seen = visited | {s.name}
-    hop = s.policy.route(s.net.hierarchy, s.name, dest, s.suspected, seen)
+    hop = s.policy.route(s.net.hierarchy, s.name, dest, s.avoid, seen)
     if hop is None:
         return s, ()  # unreachable now: the sender retransmits
     return s, (Send(to=hop, msg=Routed(dest=dest, visited=seen, body=body)),)
@@ -194,7 +198,7 @@ def forward_event(s: NodeState, msg: EventMsg, now: int) -> tuple[NodeState, Eff
     for d in msg.dests:
         if d == s.name:
             continue
-        hop = s.policy.route(s.net.hierarchy, s.name, d, s.suspected, seen)
+        hop = s.policy.route(s.net.hierarchy, s.name, d, s.avoid, seen)
         if hop is not None:
             groups.setdefault(hop, []).append(d)
     for hop, dests in sorted(groups.items()):

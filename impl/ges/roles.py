@@ -12,7 +12,8 @@ here are the inputs:
 * ``Persisted`` — a write completed (:func:`~gapless.impl.ges.node.on_written`);
 * ``Receive`` — a routed message (forwarded, or handled when addressed here) or an event;
 * ``Connect`` / ``Disconnect`` — a client attaches (with its resume token) or leaves;
-* ``LinkChanged`` — a link is suspected (down) or trusted again (up);
+* ``LinkChanged`` — a link is suspected (down) or trusted again (up), and the news flooded
+  (:mod:`gapless.impl.ges.linkstate`); ``Receive(LinkNews)`` — news from elsewhere;
 * ``TimerFired`` — the tick: retransmit the outbox, a storage's pending events, and the
   handoffs no storage has answered yet.
 """
@@ -24,9 +25,10 @@ from typing import Any, Final
 
 import attrs
 
-from gapless.impl.effects import Effect, Rejected, SetTimer
+from gapless.impl.effects import Effect, Rejected, Send, SetTimer
 from gapless.impl.ges.connectivity import link_key
-from gapless.impl.ges.messages import EventMsg, Routed, Store
+from gapless.impl.ges.linkstate import Entry, avoided, merge_news
+from gapless.impl.ges.messages import EventMsg, LinkNews, Routed, Store
 from gapless.impl.ges.node import (
     TICK,
     NodeState,
@@ -88,6 +90,8 @@ def on_receive(s: NodeState, inp: Receive, now: int) -> Step:
         return forward_event(s, msg, now)
     if type(msg) is Routed:
         return route(s, msg.dest, msg.body, msg.visited, now)
+    if type(msg) is LinkNews:
+        return on_news(s, msg, inp.sender)
     return s, (Rejected(reason=f"GES node {s.name}: unknown message", input=msg),)
 
 
@@ -106,7 +110,33 @@ def on_link_changed(s: NodeState, inp: LinkChanged, now: int) -> Step:
     if (key in s.suspected) != inp.up:
         return s, ()
     suspected = s.suspected - {key} if inp.up else s.suspected | {key}
-    return attrs.evolve(s, suspected=suspected), ()
+    news, new = merge_news(s.news, ((key, (now, s.name), inp.up),))
+    s = attrs.evolve(s, suspected=suspected, news=news, avoid=avoided(suspected, news))
+    effects: list[Effect] = list(_flood(s, new, ""))
+    if inp.up:  # the other end may have restarted with no news at all
+        table = tuple((link, v, up) for link, (v, up) in sorted(s.news.items()))
+        effects.append(Send(to=inp.neighbour, msg=LinkNews(entries=table)))
+    return s, tuple(effects)
+
+
+def _flood(s: NodeState, entries: tuple[Entry, ...], sender: str) -> tuple[Effect, ...]:
+    """Pass ``entries`` to every live neighbour but ``sender``."""
+    if not entries:
+        return ()
+    msg = LinkNews(entries=entries)
+    return tuple(
+        Send(to=nb, msg=msg)
+        for nb in s.net.hierarchy.neighbours[s.name]
+        if nb != sender and link_key(s.name, nb) not in s.suspected
+    )
+
+
+def on_news(s: NodeState, msg: LinkNews, sender: str) -> Step:
+    news, new = merge_news(s.news, msg.entries)
+    if not new:
+        return s, ()
+    s = attrs.evolve(s, news=news, avoid=avoided(s.suspected, news))
+    return s, _flood(s, new, sender)
 
 
 def _retransmit(s: NodeState, now: int) -> Step:

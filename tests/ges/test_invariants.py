@@ -91,7 +91,7 @@ def sent_over_failed_link(trace: Trace) -> Trace:
     a, b = trace[start].detail.target.split("|")
     fake = TraceRecord(
         seq=0,
-        time=trace[start].time,
+        time=trace[start].time + 1,
         node=a,
         kind="send",
         detail=Sent(to=b, msg=None, wire=GesWire(kind="confirm", storage="n7", epoch=1)),
