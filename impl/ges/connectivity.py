@@ -30,10 +30,10 @@ link left, routing uses the alternate link [GES "Conclusion"].
 >>> from gapless.impl.ges.addressing import Hierarchy
 >>> h = Hierarchy.build({"a": (0, 0), "b": (0, 1), "c": (1, 0), "d": (1, 1)},
 ...                     [("a", "b"), ("a", "c"), ("b", "d"), ("c", "d")])
->>> next_hop(h, "a", "d", frozenset(), frozenset())
-'b'
->>> next_hop(h, "a", "d", frozenset({("a", "b")}), frozenset())
+>>> next_hop(h, "a", "d", frozenset(), frozenset())  # straight into d's cluster
 'c'
+>>> next_hop(h, "a", "d", frozenset({("a", "c")}), frozenset())  # the alternate link
+'b'
 >>> next_hop(h, "a", "d", frozenset({("a", "b"), ("a", "c")}), frozenset()) is None
 True
 """
