@@ -213,8 +213,7 @@ class GESChecker:
 
     def _fault(self, f: Fault, time: int = -1) -> None:
         k, tgt, phase = f.kind, f.target, f.phase
-        if phase in ("start", "fail"):
-            self.changed_at = time
+        self.changed_at = time  # restarts and heals tell nodes of links in turn too
         if k in ("crash", "fail") or (k == "stall_broker" and phase != "start"):
             if phase in ("start", "fail"):
                 self.dead.add(tgt)

@@ -140,13 +140,17 @@ def on_news(s: NodeState, msg: LinkNews, sender: str) -> Step:
 
 
 def _retransmit(s: NodeState, now: int) -> Step:
-    """A storage resends every pending event it last sent ``retry_us`` ago or more."""
+    """A storage resends every pending event it logged and last sent ``retry_us`` ago or
+    more (an event whose write has not completed is not published yet [GES "Stable
+    storages"]: it is sent once the write completes)."""
     st = s.store
     if st is None:
         return s, ()
     effects: list[Effect] = []
     sent_at = s.sent_at
     for epoch, ev in sorted(st.events.items()):
+        if ("log", s.name, epoch) not in s.disk:
+            continue  # not durable yet: nothing about it may leave the storage
         if now - sent_at.get(epoch, -s.config.retry_us) < s.config.retry_us:
             continue
         sent_at = sent_at.set(epoch, now)
