@@ -23,7 +23,7 @@ from pyrsistent import PMap
 
 __all__ = ["Entry", "News", "avoided", "merge_news"]
 
-Version = tuple[int, str]
+Version = tuple[int, int, str]
 Entry = tuple[tuple[str, str], Version, bool]
 """One piece of news: a link, its version, whether it is up."""
 

@@ -123,7 +123,7 @@ class LinkNews:
     """Links that went down or up: ``(link, version, up)`` entries
     (:mod:`gapless.impl.ges.linkstate`)."""
 
-    entries: tuple[tuple[tuple[str, str], tuple[int, str], bool], ...]
+    entries: tuple[tuple[tuple[str, str], tuple[int, int, str], bool], ...]
 
 
 @final

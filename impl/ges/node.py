@@ -124,6 +124,7 @@ class NodeState:
     policy: GESPolicy
     suspected: frozenset[tuple[str, str]] = frozenset()
     news: News = attrs.field(factory=pmap)
+    reports: int = 0
     avoid: frozenset[tuple[str, str]] = frozenset()
     sessions: PMap[str, Session] = attrs.field(factory=pmap)
     pub_next: PMap[str, int] = attrs.field(factory=pmap)

@@ -110,8 +110,14 @@ def on_link_changed(s: NodeState, inp: LinkChanged, now: int) -> Step:
     if (key in s.suspected) != inp.up:
         return s, ()
     suspected = s.suspected - {key} if inp.up else s.suspected | {key}
-    news, new = merge_news(s.news, ((key, (now, s.name), inp.up),))
-    s = attrs.evolve(s, suspected=suspected, news=news, avoid=avoided(suspected, news))
+    news, new = merge_news(s.news, ((key, (now, s.reports, s.name), inp.up),))
+    s = attrs.evolve(
+        s,
+        suspected=suspected,
+        news=news,
+        avoid=avoided(suspected, news),
+        reports=s.reports + 1,
+    )
     effects: list[Effect] = list(_flood(s, new, ""))
     if inp.up:  # the other end may have restarted with no news at all
         table = tuple((link, v, up) for link, (v, up) in sorted(s.news.items()))
