@@ -32,7 +32,15 @@ from typing import Any
 
 from gapless.benchmarks._targets import target
 
-__all__ = ["run"]
+__all__ = ["SPEEDUP_KEYS", "run"]
+
+SPEEDUP_KEYS = {
+    "sim_speedup_fig3": "higher",
+    "sim_speedup_fig3_unchecked": "higher",
+    "events_per_s": "higher",
+    "gd_extra_us_per_msg_10000": "lower",
+}
+"""Figures ``gapless bench sim --baseline PATH`` compares (and which way is better)."""
 
 _S = 1_000_000
 #: identical runs per two-broker configuration; each figure is the least CPU time

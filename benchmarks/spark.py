@@ -61,7 +61,7 @@ def _child(mode: str, out: str, schedules: int) -> dict[str, Any]:
     return {
         "run_s": result.run_s,
         "startup_s": result.spark_startup_s,
-        "rows": result.summary["schedules"],
+        "rows": result.summary["schedules_committed"],
         "verdicts": {
             "pass": result.summary["passed"],
             "violation": result.summary["failed"],

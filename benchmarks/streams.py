@@ -97,6 +97,14 @@ def _median_us(fn: Callable[[], object], *, calls: int, samples: int) -> float:
     return statistics.median(times)
 
 
+SPEEDUP_KEYS = {
+    "inorder_msgs_per_s": "higher",
+    "tail_silence_1e9_ticks_us": "lower",
+    "middle_merge_us": "lower",
+}
+"""Figures ``gapless bench streams --baseline PATH`` compares (and which way is better)."""
+
+
 def run() -> dict[str, Any]:
     """Run the benchmark; return its figures and ``targets``."""
     gc.collect()

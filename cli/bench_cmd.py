@@ -5,7 +5,7 @@ result carries ``targets`` (name -> {"value", "target", "met"}). Every result al
 ``python_ns_per_iteration``, this machine's speed on a fixed interpreter workload
 (``gapless.benchmarks._targets.machine_speed``), so a slow machine can be told from a
 regression. Exit code is 0 whether or not targets are met: a benchmark reports, it does not
-judge.
+judge (2 an unknown benchmark, 3 an internal error).
 """
 
 from __future__ import annotations
@@ -20,6 +20,8 @@ BENCHMARKS: dict[str, str] = {
     "streams": "gapless.benchmarks.streams",
     "spark": "gapless.benchmarks.spark",
     "sim": "gapless.benchmarks.sim",
+    "campaign": "gapless.benchmarks.campaign",
+    "zmq": "gapless.benchmarks.zmq",
     "ges": "gapless.benchmarks.ges",
 }
 
@@ -33,8 +35,10 @@ def _print_human(name: str, result: dict[str, Any]) -> None:
     table.add_column("figure")
     table.add_column("value", justify="right")
     for key, value in result.items():
-        if key == "targets":
+        if key in ("targets", "baseline"):
             continue
+        if isinstance(value, dict):
+            value = ", ".join(f"{k}={v}" for k, v in value.items())
         table.add_row(key, f"{value:,.3f}" if isinstance(value, float) else str(value))
     console.print(table)
     targets = Table(title="targets")
@@ -53,13 +57,31 @@ def _print_human(name: str, result: dict[str, Any]) -> None:
 @click.command()
 @click.argument("name", type=click.Choice(sorted(BENCHMARKS)))
 @click.option("--json", "as_json", is_flag=True, help="Print the result as one JSON object.")
-def bench(name: str, as_json: bool) -> None:
+@click.option(
+    "--baseline",
+    type=click.Path(file_okay=False, exists=True),
+    default=None,
+    help="A checkout of an older commit: run the same benchmark there first, in this run on "
+    "this machine, and report its figures and speedup_vs_baseline.",
+)
+def bench(name: str, as_json: bool, baseline: str | None) -> None:
     """Run benchmark NAME and report its figures and targets."""
-    module = importlib.import_module(BENCHMARKS[name])
-    result: dict[str, Any] = module.run()
+    from gapless.benchmarks._baseline import BaselineError, run_baseline, speedups
     from gapless.benchmarks._targets import machine_speed
 
+    module = importlib.import_module(BENCHMARKS[name])
+    old: dict[str, Any] | None = None
+    if baseline is not None:
+        try:
+            old = run_baseline(baseline, name)
+        except BaselineError as exc:
+            click.echo(f"gapless bench: {exc}", err=True)
+            raise SystemExit(2) from None
+    result: dict[str, Any] = module.run()
     result.update(machine_speed())
+    if old is not None:
+        result["baseline"] = {"path": baseline, **old}
+        result["speedup_vs_baseline"] = speedups(result, old, getattr(module, "SPEEDUP_KEYS", {}))
     if as_json:
         click.echo(json.dumps(result, indent=2, sort_keys=True))
     else:

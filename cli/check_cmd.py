@@ -9,7 +9,7 @@ format can be judged the same way.
 
 Exit codes: 0 every invariant holds; 1 a violation (explained: the invariant, where, the tick
 and the records that show it); 2 bad input (a missing or malformed file, an unknown
-invariant).
+invariant); 3 an internal error (see ``gapless --help``).
 """
 
 from __future__ import annotations
@@ -56,6 +56,13 @@ def check(trace: str, names: tuple[str, ...], no_liveness: bool, as_json: bool) 
         # a malformed file (TraceFileError), an unknown protocol or invariant
         click.echo(f"gapless check: {exc}", err=True)
         raise SystemExit(2) from None
+    if getattr(tf, "complete", None) is None:
+        click.echo(
+            f"gapless check: warning: {trace} is a version-1 trace file (no end record): "
+            "truncation cannot be detected, and a file cut short would be judged as a run "
+            "that stopped there",
+            err=True,
+        )
     checked = list(names or entry.invariants)
     liveness = (tf.live_end and not no_liveness) and "liveness" in checked
     if not liveness and "liveness" in checked:
@@ -64,6 +71,7 @@ def check(trace: str, names: tuple[str, ...], no_liveness: bool, as_json: bool) 
         out = {
             "verdict": "pass" if violation is None else "violation",
             "records": len(tf.records),
+            "complete": getattr(tf, "complete", None),
             "invariants": checked,
             "violation": None
             if violation is None

@@ -1,7 +1,8 @@
 """``gapless fuzz``: run (or resume) a fuzz campaign on Spark and summarise it.
 
 Exit codes: 0 every schedule passed; 1 a violation, error or timeout was found; 2 bad input
-(nothing written); 130 interrupted (finished chunks stay committed; re-run to resume).
+(nothing written); 3 an internal error (a Spark job that failed: see ``gapless --help``);
+130 interrupted (finished chunks stay committed; re-run to resume).
 """
 
 from __future__ import annotations
@@ -28,7 +29,8 @@ def print_summary(summary: dict[str, Any], *, title: str = "campaign") -> None:
     table.add_row("violation", str(summary["failed"]))
     table.add_row("error", str(summary["errors"]))
     table.add_row("timeout", str(summary["timeouts"]))
-    table.add_row("[bold]total[/]", str(summary["schedules"]))
+    table.add_row("[bold]committed[/]", str(summary["schedules_committed"]))
+    table.add_row("requested", str(summary["schedules"]))
     console.print(table)
     if summary["by_invariant"]:
         inv = Table(title="violations by invariant")
@@ -46,6 +48,11 @@ def print_summary(summary: dict[str, Any], *, title: str = "campaign") -> None:
             kind, *(str(counts.get(v, 0)) for v in ("pass", "violation", "error", "timeout"))
         )
     console.print(kinds)
+    if "spark_tasks" in summary:
+        console.print(
+            f"spark: {summary['spark_tasks']} task attempts, {summary['spark_failed_tasks']} "
+            "failed and re-run"
+        )
     for path in summary.get("counterexamples", []):
         console.print(f"counterexample: {path}  (replay: gapless replay {path})")
     console.print(
@@ -159,7 +166,8 @@ def fuzz(
     """Run a fuzz campaign: seeds -> fault schedules -> simulate -> invariants -> Parquet.
 
     Flags override the --config file. Re-running the same campaign skips the seeds already
-    committed. Exit 0 if every schedule passed, 1 if any failed, 2 on bad input.
+    committed. Exit 0 if every schedule passed, 1 if any failed, 2 on bad input, 3 on an
+    internal error (a Spark job that failed), 130 if interrupted.
     """
     from gapless.spark_fuzz.campaign import run_campaign
     from gapless.spark_fuzz.config import CampaignConfigError, load_config
@@ -204,7 +212,8 @@ def fuzz(
         print_summary(summary)
     if result.interrupted:
         click.echo(
-            f"gapless fuzz: interrupted; {summary['schedules']} schedules committed. "
+            f"gapless fuzz: interrupted; {summary['schedules_committed']} of "
+            f"{summary['schedules']} schedules committed. "
             "Re-run the same command to resume.",
             err=True,
         )

@@ -1,7 +1,7 @@
 """``gapless protocols``: every protocol of the registry, with its variants, scenarios and
 invariants (``--json``: a JSON list of objects, one per protocol).
 
-Exit codes: 0 always (it only reads the registry).
+Exit codes: 0 (it only reads the registry); 3 an internal error.
 """
 
 from __future__ import annotations

@@ -3,15 +3,18 @@
 ``--trace OUT`` also writes the run's observable trace for ``gapless check``.
 
 Exit codes: 0 the violation was reproduced; 1 it was not; 2 bad input (a missing, malformed
-or truncated file; an unwritable ``--diagram`` or ``--trace`` path) — nothing written.
+or truncated file; an unwritable ``--diagram`` or ``--trace`` path; a
+counterexample whose variant, fault targets or spec are invalid or inconsistent) — nothing
+written; 3 an internal error.
 """
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 import click
+
+from gapless.cli.outputs import require_writable
 
 __all__ = ["replay"]
 
@@ -46,16 +49,8 @@ def replay(
     if last < 1:
         click.echo(f"gapless replay: --last {last} is not allowed; expected >= 1", err=True)
         raise SystemExit(2)
-    for option, path in (("--diagram", diagram), ("--trace", trace_file)):
-        if path is not None:
-            parent = Path(path).resolve().parent
-            if Path(path).is_dir() or not parent.is_dir() or not os.access(parent, os.W_OK):
-                click.echo(
-                    f"gapless replay: {option} {path!r} cannot be written; expected a file "
-                    "path in an existing writable directory",
-                    err=True,
-                )
-                raise SystemExit(2)
+    require_writable("replay", "--diagram", diagram)
+    require_writable("replay", "--trace", trace_file)
     try:
         cx = load_counterexample(file)
     except CounterexampleError as exc:

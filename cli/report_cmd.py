@@ -1,7 +1,7 @@
 """``gapless report DIR``: write a static HTML report (PNG plots) of the campaigns in DIR.
 
 Exit codes: 0 written; 2 bad input (not a directory, no campaign results, unwritable) —
-nothing written.
+nothing written; 3 an internal error.
 """
 
 from __future__ import annotations

@@ -1,6 +1,7 @@
 """``gapless zoo``: a campaign against every planted bug, and one against the correct protocol.
 
-Exit codes: 0 every bug detected and the correct protocol passed; 1 otherwise; 2 bad input.
+Exit codes: 0 every bug detected and the correct protocol passed; 1 otherwise; 2 bad input; 3 an
+internal error.
 """
 
 from __future__ import annotations

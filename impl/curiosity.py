@@ -231,8 +231,23 @@ def combine(values: Iterable[Curiosity]) -> Demand:
 
 def upstream(values: Iterable[Curiosity]) -> Curiosity:
     """The curiosity an upstream stream takes from its downstream streams [GD §2.4]:
-    C if any is C, A if all are A, otherwise N."""
-    return recompose(combine(values))
+    C if any is C, A if all are A, otherwise N.
+
+    At least one downstream stream is required (:class:`LatticeMismatch` otherwise). The
+    combination's identity, ``combine([])``, is "acked, not curious", which would recompose to
+    a vacuous A: an ack for ticks no downstream stream ever saw. No role relies on it — an IB
+    stream with no ostream is not A unless its knowledge is F (``_a_end`` in
+    ``impl/gd/roles.py``) — and :func:`gapless.impl.streams.upstream_curiosity` refuses an
+    empty input the same way; the spec's laws equate this rule with the paper's for 1, 2 and 3
+    downstream streams (``spec/lattices.md``, "demand").
+    """
+    items = list(values)
+    if not items:
+        raise LatticeMismatch(
+            "upstream: needs at least one downstream curiosity value; got none (allowed: a "
+            "non-empty iterable of N, C, A)"
+        )
+    return recompose(combine(items))
 
 
 # -- the F <=> A linkage [GD §2.1.1] --------------------------------------------------

@@ -119,9 +119,16 @@ class Knowledge:
                 f"Knowledge({_SYMBOL[kind]}): payload {payload!r} given to a payload-free "
                 "kind; only D and D* carry a payload"
             )
+        try:
+            h = hash((int(kind), payload))
+        except TypeError:
+            raise LatticeMismatch(
+                f"Knowledge({_SYMBOL[kind]}): payload {payload!r} is not hashable; allowed: any "
+                "hashable, non-None payload (str, int, bytes, tuple, frozenset, a frozen value)"
+            ) from None
         object.__setattr__(self, "kind", kind)
         object.__setattr__(self, "payload", payload)
-        object.__setattr__(self, "_hash", hash((int(kind), payload)))
+        object.__setattr__(self, "_hash", h)
 
     def __setattr__(self, name: str, value: Any) -> None:
         raise AttributeError(f"Knowledge values are immutable (tried to set {name!r})")

@@ -10,9 +10,9 @@ verdict the online checker gave, and so that a trace produced by *another* imple
 ``gapless simulate --trace FILE`` and ``gapless replay --trace FILE`` write one;
 ``gapless check FILE`` checks one.
 
-Format ``gapless-trace``, version 1 (UTF-8, one JSON object per line):
+Format ``gapless-trace``, version 2 (UTF-8, one JSON object per line):
 
-* line 1, the header: ``{"format": "gapless-trace", "version": 1, "protocol": "gd", "context":
+* line 1, the header: ``{"format": "gapless-trace", "version": 2, "protocol": "gd", "context":
   {...}, "live_end": bool, "meta": {...}}``. ``protocol`` names the registered protocol whose
   invariants judge the file (``gapless check`` finds it in the registry); a header without it
   is guaranteed delivery's (files written before it was recorded). ``context`` holds
@@ -42,6 +42,15 @@ Format ``gapless-trace``, version 1 (UTF-8, one JSON object per line):
     ``{"subscriber"}``; ``fault``: ``{"kind", "target", "phase"}``
   - ``timer``, ``link``, ``rejected``, ``coverage``: ``{"text"}``, a description the
     invariants do not read.
+* the last line, the end record: ``{"end": {"records": N, "sha256": HEX}}`` — the number of
+  records and the SHA-256 of every line before it (the header included), each line's text
+  without its line terminator followed by one ``"\n"``. A file without it was cut short (a
+  copy or a download interrupted at a line boundary: ``head -n``): it is refused as
+  incomplete, never judged — judging a prefix of a run gives false liveness violations. A
+  count or digest that disagrees, or a line after it, is refused too.
+
+Version 1 files (no end record) are still read; :attr:`TraceFile.complete` is then ``None``:
+their truncation cannot be detected, and ``gapless check`` says so.
 
 A file whose name ends in ``.gz`` is written gzip-compressed (the 60 s ``gd-crash-b1`` trace:
 32 MB, 1.9 MB gzipped); the reader recognises gzip by its content. Attribute values are JSON
@@ -54,6 +63,7 @@ from __future__ import annotations
 
 import contextlib
 import gzip
+import hashlib
 import io
 import json
 import math
@@ -97,7 +107,8 @@ __all__ = [
 ]
 
 FORMAT: Final = "gapless-trace"
-VERSION: Final = 1
+VERSION: Final = 2
+_READABLE: Final = (1, 2)  # version 1: no end record (truncation cannot be detected)
 _ROLES: Final = ("phb", "ib", "shb")
 _ORDERS: Final = ("publisher", "total")
 
@@ -140,12 +151,15 @@ class Note:
 @attrs.frozen(kw_only=True)
 class TraceFile:
     """A trace file read back: its context, records, ``live_end`` flag, meta and the
-    protocol its header names."""
+    protocol its header names. ``complete`` is ``True`` when its end record vouched for every
+    line, ``None`` for a version 1 file (no end record: whether it was cut short cannot be
+    told)."""
 
     context: CheckContext
     records: tuple[TraceRecord, ...]
     live_end: bool
     meta: Mapping[str, Any]
+    complete: bool | None = True
     protocol: str = "gd"
 
 
@@ -309,6 +323,7 @@ def write_trace(
                 allow_nan=False,
             )
         )
+    lines.append(_end_line(lines))
     fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", dir=target.parent or Path("."))
     try:
         mask = os.umask(0)
@@ -326,7 +341,15 @@ def write_trace(
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
-    return len(lines) - 1
+    return len(lines) - 2
+
+
+def _end_line(lines: list[str]) -> str:
+    """The end record of a file whose lines (header and records) are ``lines``."""
+    digest = hashlib.sha256()
+    for line in lines:
+        digest.update(line.encode("utf-8") + b"\n")
+    return json.dumps({"end": {"records": len(lines) - 1, "sha256": digest.hexdigest()}})
 
 
 # --------------------------------------------------------------------------------------------
@@ -633,8 +656,12 @@ def read_trace(path: str | os.PathLike[str], *, matches: Callable[[str, Any], bo
     header = rd.obj("the header", _parse(rd, text))
     if header.get("format") != FORMAT:
         raise rd.fail(f"format {header.get('format')!r} is not {FORMAT!r}")
-    if header.get("version") != VERSION:
-        raise rd.fail(f"version {header.get('version')!r} is not supported; allowed: {VERSION}")
+    version = header.get("version")
+    if version not in _READABLE:
+        raise rd.fail(
+            f"version {version!r} is not supported; allowed: {', '.join(map(str, _READABLE))}"
+        )
+    digest = hashlib.sha256(_line_bytes(text))
     context = _context_in(rd, rd.obj("context", rd.get(header, "header", "context")), matches)
     for s in context.subscriptions:
         try:
@@ -653,9 +680,19 @@ def read_trace(path: str | os.PathLike[str], *, matches: Callable[[str, Any], bo
     records: list[TraceRecord] = []
     last_seq = -1
     last_time = 0
+    ended = False
     for ln, text in it:
         rd = _Reader(ln)
         r = rd.obj("a record", _parse(rd, text))
+        if version >= 2 and set(r) == {"end"}:
+            _check_end(rd, r["end"], len(records), digest.hexdigest())
+            after = next(it, None)
+            if after is not None:
+                raise TraceFileError(f"line {after[0]}: a line after the end record")
+            ended = True
+            break
+        if version >= 2:
+            digest.update(_line_bytes(text))
         seq = rd.int_(r, "record", "seq")
         time = rd.int_(r, "record", "time")
         if seq <= last_seq:
@@ -672,9 +709,40 @@ def read_trace(path: str | os.PathLike[str], *, matches: Callable[[str, Any], bo
             )
         )
         last_seq, last_time = seq, time
+    if version >= 2 and not ended:
+        raise TraceFileError(
+            f"{p}: incomplete: no end record after {len(records)} records; the file was cut "
+            "short (a truncated trace is refused, not judged: a prefix of a run would read as "
+            "a liveness violation)"
+        )
     return TraceFile(
-        context=context, records=tuple(records), live_end=live_end, meta=meta, protocol=proto
+        context=context,
+        records=tuple(records),
+        live_end=live_end,
+        meta=meta,
+        complete=True if version >= 2 else None,
+        protocol=proto,
     )
+
+
+def _line_bytes(text: str) -> bytes:
+    return text.rstrip("\r\n").encode("utf-8") + b"\n"
+
+
+def _check_end(rd: _Reader, end: Any, records: int, digest: str) -> None:
+    """The end record's count and digest agree with the lines read."""
+    end = rd.obj("end", end)
+    said = rd.int_(end, "end", "records")
+    if said != records:
+        raise rd.fail(
+            f"the end record says {said} records, the file holds {records}; the file was "
+            "cut or edited"
+        )
+    if rd.str_(end, "end", "sha256") != digest:
+        raise rd.fail(
+            "the end record's sha256 does not match the lines before it; the file was edited "
+            "or corrupted"
+        )
 
 
 def read_protocol(path: str | os.PathLike[str]) -> str:

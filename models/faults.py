@@ -66,6 +66,7 @@ __all__ = [
     "FaultProfile",
     "FaultSchedule",
     "Targets",
+    "check_targets",
     "derive_seed",
     "from_json",
     "generate",
@@ -285,6 +286,42 @@ def generate(
     return FaultSchedule(seed=seed, events=tuple(events))
 
 
+_TARGET_KIND: Final = {
+    "crash": "brokers",
+    "fail": "brokers",
+    "stall_broker": "brokers",
+    "partition": "brokers",
+    "link_fail": "links",
+    "stall_link": "links",
+    "drop": "links",
+    "duplicate": "links",
+    "reorder": "links",
+    "disconnect": "subscribers",
+}
+
+
+def check_targets(schedule: FaultSchedule, targets: Targets) -> None:
+    """Raise ``ProtocolMisuse`` naming the first event whose target is not one of ``targets``
+    (a broker, a link ``"a|b"``, a subscriber; a partition's comma-separated brokers)."""
+    for index, event in enumerate(schedule.events):
+        what = _TARGET_KIND[event.kind]
+        allowed: tuple[str, ...] = getattr(targets, what)
+        names = event.target.split(",") if event.kind == "partition" else [event.target]
+        for name in names:
+            if name not in allowed:
+                raise ProtocolMisuse(
+                    f"fault event {index} ({event.kind} at {event.at_us} us): target "
+                    f"{name!r} is not one of the topology's {what}; allowed: {', '.join(allowed)}"
+                )
+
+
+def _leaf_messages(exc: BaseException) -> list[str]:
+    inner = getattr(exc, "exceptions", None)
+    if not inner:
+        return [str(exc)]
+    return [m for e in inner for m in _leaf_messages(e)]
+
+
 def without_event(schedule: FaultSchedule, index: int) -> FaultSchedule:
     """The schedule without its ``index``-th event (a shrink step); the others are unchanged."""
     if not 0 <= index < len(schedule.events):
@@ -314,4 +351,5 @@ def from_json(text: str) -> FaultSchedule:
         data = json.loads(text)
         return _converter.structure(data, FaultSchedule)
     except (ValueError, TypeError, KeyError, cattrs.BaseValidationError) as exc:
-        raise ProtocolMisuse(f"from_json: not a valid fault schedule: {exc}") from exc
+        details = "; ".join(_leaf_messages(exc))
+        raise ProtocolMisuse(f"from_json: not a valid fault schedule: {details}") from exc

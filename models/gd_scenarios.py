@@ -17,7 +17,8 @@ The first fault comes at 10 s so the 10 s before it measure the steady state. Th
 judged by every invariant, and :func:`metrics` computes the figures of issue 3 §6 from the
 recorded trace alone (wire summaries, deliveries, publishes): ``lost``, ``duplicates``,
 ``out_of_order``, ``nacks``, ``nack_range_ms``, ``nack_targets``,
-``nack_consolidation_ratio``, ``nacks_while_down``, ``ack_expected_sent``, ``latency_ms``,
+``nack_consolidation_ratio`` (:func:`consolidation`), ``nacks_while_down``, ``logged`` beside
+``published``, ``ack_expected_sent``, ``latency_ms``,
 ``latency_p50_before_ms``, ``latency_p50_after_ms``; :func:`pass_marks` applies the paper's
 claims to them.
 """
@@ -69,6 +70,40 @@ def _down_intervals(trace: tuple[TraceRecord, ...], broker: str) -> list[tuple[i
     if start is not None:
         out.append((start, trace[-1].time if trace else start))
     return out
+
+
+def consolidation(
+    nack_range: dict[str, int], nack_targets: dict[str, set[str]]
+) -> tuple[float | None, dict[str, float]]:
+    """The nack consolidation ratio of a run [GD §3.1], defined from its nacks alone: the
+    *nacking brokers* are those that sent nacks and received none (the subscriber brokers that
+    first missed ticks); the brokers *one hop above* are the ones they nacked. The ratio is
+    the nack range the hop above sent upstream over the nacking brokers' total — 1/k when k
+    downstream nacks for the same ticks are consolidated into one. Also per group of nacking
+    brokers with the same targets (``"b1,b2 <- s1,s2"``)."""
+    targeted = {t for ts in nack_targets.values() for t in ts}
+    nacking = sorted(b for b, v in nack_range.items() if v > 0 and b not in targeted)
+    groups: dict[tuple[str, ...], list[str]] = {}
+    for b in nacking:
+        groups.setdefault(tuple(sorted(nack_targets.get(b, ()))), []).append(b)
+
+    def ratio(below: list[str], above: tuple[str, ...]) -> float | None:
+        total = sum(nack_range[b] for b in below)
+        return None if total == 0 else round(sum(nack_range.get(a, 0) for a in above) / total, 4)
+
+    above_all = tuple(sorted({a for b in nacking for a in nack_targets.get(b, ())}))
+    by_group = {
+        f"{','.join(above)} <- {','.join(below)}": ratio(below, above)
+        for above, below in sorted(groups.items())
+    }
+    return ratio(nacking, above_all), {k: v for k, v in by_group.items() if v is not None}
+
+
+_UNLOGGED_NOTE: Final = (
+    "{n} published message(s) whose log write had not completed when their pubend crashed: "
+    "never durable, so never delivered and not lost (only logged messages are guaranteed "
+    "[GD §3.2]); 'lost' counts logged messages only"
+)
 
 
 def metrics(scenario: Scenario, outcome: RunOutcome, brokers: tuple[str, ...]) -> dict[str, Any]:
@@ -142,8 +177,9 @@ def metrics(scenario: Scenario, outcome: RunOutcome, brokers: tuple[str, ...]) -
     first = FIRST_FAULT_US
     before = sorted(v for t, v in lat if first - 10 * _S <= t < first)
     after = sorted(v for t, v in lat if spec.duration_us - 10 * _S <= t < spec.duration_us)
-    s12 = nack_range.get("s1", 0) + nack_range.get("s2", 0)
-    ratio = None if s12 == 0 else round(nack_range.get("b2", 0) / s12, 4)
+    ratio, by_group = consolidation(nack_range, nack_targets)
+    n_logged = sum(len(v) for v in logged.values())
+    unlogged = outcome.counters.published - n_logged
     while_down: int | None = None
     after_restart: int | None = None
     if scenario.crashed is not None:
@@ -159,11 +195,15 @@ def metrics(scenario: Scenario, outcome: RunOutcome, brokers: tuple[str, ...]) -
         "duplicates": duplicates,
         "out_of_order": out_of_order,
         "published": outcome.counters.published,
+        "logged": n_logged,
+        "published_not_logged": unlogged,
+        "published_not_logged_note": _UNLOGGED_NOTE.format(n=unlogged) if unlogged else None,
         "delivered": outcome.counters.delivered,
         "nacks": dict(sorted(nacks.items())),
         "nack_range_ms": {b: _ms(v) for b, v in sorted(nack_range.items())},
         "nack_targets": {b: sorted(v) for b, v in sorted(nack_targets.items())},
         "nack_consolidation_ratio": ratio,
+        "nack_consolidation_by_group": by_group,
         "nacks_while_down": while_down,
         "nacks_after_restart": after_restart,
         "ack_expected_sent": ack_expected,

@@ -72,6 +72,7 @@ __all__ = [
     "RunSpec",
     "RunSpecError",
     "clip_schedule",
+    "fault_targets",
     "generate_schedule",
     "outcome_to_dict",
     "resolve_policy",
@@ -98,6 +99,11 @@ def _targets(spec: RunSpec) -> Targets:
         links=links(g),
         subscribers=tuple(s.name for s in wl.subscriptions),
     )
+
+
+def fault_targets(spec: RunSpec) -> Targets:
+    """What the faults of a run of ``spec`` can hit: brokers, links, subscribers."""
+    return _targets(spec)
 
 
 def generate_schedule(spec: RunSpec, seed: int) -> FaultSchedule:

@@ -187,7 +187,9 @@ def _execute_spark(
         pool.shutdown(wait=True)
         try:
             status = _spark_status(sc, group)
-            timings["spark_tasks"] = float(status.tasks_total)
+            # attempts: every finished one plus every failed one (each failure was retried,
+            # or the job would have failed)
+            timings["spark_tasks"] = float(status.tasks_done + status.tasks_failed)
             timings["spark_failed_tasks"] = float(status.tasks_failed)
         except Exception:  # best effort, as above
             pass
@@ -216,8 +218,9 @@ def _execute_processes(
 
 
 def summarise(store: CampaignStore, config: CampaignConfig) -> dict[str, Any]:
-    """The campaign summary (the ``--json`` object): ``schedules``, ``passed``, ``failed``
-    (violations), ``errors``, ``timeouts``, ``by_invariant``, ``by_fault_kind``..."""
+    """The campaign summary (the ``--json`` object): ``schedules`` (requested),
+    ``schedules_committed`` (rows on disk), ``passed``, ``failed`` (violations), ``errors``,
+    ``timeouts``, ``by_invariant``, ``by_fault_kind``..."""
     counts = store.summary_counts()
     verdicts = counts["by_verdict"]
     return {
@@ -225,7 +228,8 @@ def summarise(store: CampaignStore, config: CampaignConfig) -> dict[str, Any]:
         "protocol": config.protocol,
         "variant": config.variant,
         "topology": config.topology,
-        "schedules": counts["rows"],
+        "schedules": config.schedules,  # requested
+        "schedules_committed": counts["rows"],  # rows on disk (fewer after an interrupt)
         "passed": verdicts.get("pass", 0),
         "failed": verdicts.get("violation", 0),
         "errors": verdicts.get("error", 0),

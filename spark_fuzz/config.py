@@ -38,6 +38,7 @@ from gapless.spark_fuzz.backend import BACKENDS, BackendError, load_backend
 
 __all__ = [
     "FAULT_PROFILES",
+    "MAX_SEED",
     "TOP_LEVEL_KEYS",
     "CampaignConfig",
     "CampaignConfigError",
@@ -47,6 +48,11 @@ __all__ = [
 ]
 
 FAULT_PROFILES: Final = ("rates", "swarm")
+MAX_SEED: Final = 10**12 - 1
+"""The largest seed a campaign's store can hold: a committed chunk's file is named by its first
+and last seed in 12 digits (``part-<first>-<last>.parquet``, ``store.py``), and the ``seed``
+column is an int64. The whole range ``seed .. seed + schedules - 1`` must fit, checked before
+any work (issue 12: a seed past int64 used to fail at the Parquet commit, after the run)."""
 _ID_RE: Final = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
 
 
@@ -139,7 +145,7 @@ TOP_LEVEL_KEYS: Final[dict[str, str]] = {
     "variant": "a protocol variant name ('none' = the correct protocol)",
     "topology": "a topology name",
     "schedules": "an integer >= 1",
-    "seed": "an integer >= 0",
+    "seed": f"an integer >= 0 whose last seed (seed + schedules - 1) is <= {MAX_SEED}",
     "duration_s": "a number of simulated seconds > 0 and <= 3600",
     "invariants": "a list of invariant names (empty = all)",
     "timeout_s": "a number of wall-clock seconds per schedule > 0",
@@ -188,6 +194,18 @@ def _check_number(data: Mapping[str, Any], key: str, hi: float, where: str) -> N
 def _check_str(data: Mapping[str, Any], key: str, where: str) -> None:
     if key in data and (not isinstance(data[key], str) or not data[key]):
         raise _fail(key, data[key], TOP_LEVEL_KEYS[key], where)
+
+
+def _check_seed_range(data: Mapping[str, Any], where: str) -> None:
+    """Every seed of the campaign must fit the store (:data:`MAX_SEED`)."""
+    seed = data.get("seed", 0)
+    last = seed + data.get("schedules", 200) - 1
+    if last > MAX_SEED:
+        raise CampaignConfigError(
+            f"{where}: key 'seed' = {seed!r} with 'schedules' = {data.get('schedules', 200)!r} "
+            f"runs to seed {last}, past what the store can hold; expected the last seed "
+            f"(seed + schedules - 1) <= {MAX_SEED}"
+        )
 
 
 def _merge(base: dict[str, Any], overrides: Mapping[str, Any]) -> dict[str, Any]:
@@ -254,6 +272,7 @@ def load_config(
     _check_int(data, "shrink_runs", 1, where)
     if "schedules" in data and data["schedules"] > 100_000_000:
         raise _fail("schedules", data["schedules"], "an integer >= 1 and <= 100000000", where)
+    _check_seed_range(data, where)
     _check_number(data, "duration_s", 3600.0, where)
     _check_number(data, "timeout_s", 86400.0, where)
     if "shrink" in data and not isinstance(data["shrink"], bool):

@@ -220,8 +220,11 @@ def load_counterexample(path: str | Path) -> Counterexample:
             )
     try:
         backend = load_backend(cx.protocol, cx.backend)
-        backend.spec_from_data(cx.spec)
-        backend.schedule_from_data(cx.schedule)
+        spec = backend.spec_from_data(cx.spec)
+        schedule = backend.schedule_from_data(cx.schedule)
+        check_schedule = getattr(backend, "check_schedule", None)
+        if check_schedule is not None:
+            check_schedule(spec, schedule)
     except BackendError as exc:
         raise CounterexampleError(f"{where}: {exc}") from exc
     except (ValueError, TypeError, KeyError) as exc:
@@ -229,7 +232,26 @@ def load_counterexample(path: str | Path) -> Counterexample:
             f"{where}: its spec or schedule cannot be rebuilt ({type(exc).__name__}: {exc}); "
             "expected data written by gapless fuzz for this version"
         ) from exc
+    _check_names(cx, backend, where)
     return cx
+
+
+def _check_names(cx: Counterexample, backend: Backend, where: str) -> None:
+    """The file's ``variant`` and ``topology`` are the backend's, and its spec says the same
+    (issue 12: a file claiming ``variant = "none"`` over a planted bug's spec would make the
+    correct protocol look broken)."""
+    for key, allowed in (("variant", backend.variants()), ("topology", backend.topologies())):
+        value = getattr(cx, key)
+        if value not in allowed:
+            raise CounterexampleError(
+                f"{where}: key {key!r} = {value!r} is not allowed; expected one of "
+                + ", ".join(allowed)
+            )
+        if isinstance(cx.spec, Mapping) and key in cx.spec and cx.spec[key] != value:
+            raise CounterexampleError(
+                f"{where}: key {key!r} = {value!r} disagrees with spec.{key} = "
+                f"{cx.spec[key]!r}; expected the same {key} in both (was the file edited?)"
+            )
 
 
 @final

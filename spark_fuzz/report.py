@@ -7,7 +7,12 @@ matplotlib (Agg backend) in the spirit of the papers' own figures [GD §4.2, Fig
 2. the latency distribution (per-schedule p50 and p99, virtual milliseconds);
 3. nacks against faults (per schedule: fault events vs nacks sent);
 4. lattice-transition coverage (how often each knowledge and curiosity transition was
-   exercised across the campaign, e.g. ``K:Q->D``, ``C:N->C`` [GD §2.1, §2.4]).
+   exercised across the campaign, e.g. ``K:Q->D``, ``C:N->C`` [GD §2.1, §2.4]), with every
+   transition the lattices allow (:func:`lattice_transitions`) that the campaign never
+   exercised named on the plot and under it.
+
+Every plot's title says what was fuzzed (protocol, variant, topology, schedules); every axis
+says its unit.
 
 Counterexamples are linked (relative links), with the command that replays each one.
 The report goes to ``DIR/report/`` (``index.html`` plus PNGs), replaced atomically.
@@ -22,17 +27,56 @@ import shutil
 import uuid
 from collections import Counter
 from pathlib import Path
+from typing import Any, Final
 
 from gapless.impl.errors import GaplessError
 from gapless.spark_fuzz.store import iter_campaign_dirs, read_faults, read_rows
 
-__all__ = ["ReportError", "write_report"]
+__all__ = ["ReportError", "lattice_transitions", "write_report"]
 
 VERDICT_COLOURS = {"pass": "#4c9f70", "violation": "#d1495b", "error": "#edae49", "timeout": "#66a"}
 
 
 class ReportError(GaplessError, ValueError):
     """A directory that holds no campaign results (message names it and what is expected)."""
+
+
+_LOWERINGS: Final = ("K:D->F", "K:D->F(filter)", "C:C->N")
+"""Transitions that are not joins but that GD's roles make: a delivered D becomes F at the
+SHB, a D a downstream filter drops is F for that cell, curiosity is forgotten after the
+minimum nack repetition interval [GD §2.3, §3.1]."""
+
+
+def lattice_transitions() -> tuple[str, ...]:
+    """Every transition the lattices allow, labelled as the roles' coverage labels are: a
+    strict step up the knowledge order (``K:Q->D``, ``K:D->D*``, ... [GD §2.1, DUR §3]) or
+    the curiosity chain N < C < A (``C:N->C`` ... [GD §2.4]), plus :data:`_LOWERINGS`."""
+    from gapless.impl.curiosity import A, C, N
+    from gapless.impl.knowledge import DSTAR, D, E, F, L, Q, S
+
+    knowledge = {"Q": Q, "L": L, "D": D("a"), "D*": DSTAR("a"), "F": F, "S": S, "E": E}
+    curiosity = {"N": N, "C": C, "A": A}
+    steps = {
+        f"K:{a}->{b}"
+        for a, x in knowledge.items()
+        for b, y in knowledge.items()
+        if a != b and x.leq(y)
+    }
+    steps |= {
+        f"C:{a}->{b}"
+        for a, x in curiosity.items()
+        for b, y in curiosity.items()
+        if a != b and x.leq(y)
+    }
+    return tuple(sorted(steps | set(_LOWERINGS)))
+
+
+def _what(config: dict[str, Any], rows: int) -> str:
+    """What a campaign fuzzed, for titles: protocol, variant, topology, schedules."""
+    protocol = config["protocol"] + (f" ({config['backend']})" if config.get("backend") else "")
+    return (
+        f"{protocol}, variant {config['variant']}, topology {config['topology']}, {rows} schedules"
+    )
 
 
 def _campaign_dirs(directory: Path) -> list[Path]:
@@ -46,9 +90,11 @@ def _plots(cdir: Path, target: Path, prefix: str) -> dict[str, str]:
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
+    from matplotlib.ticker import MaxNLocator
 
     manifest = json.loads((cdir / "_manifest.json").read_text(encoding="utf-8"))
     rows = read_rows(cdir).to_pylist()
+    what = _what(manifest["config"], len(rows))
     faults = {r["seed"]: r for r in read_faults(cdir).to_pylist()}
     files: dict[str, str] = {}
 
@@ -64,8 +110,10 @@ def _plots(cdir: Path, target: Path, prefix: str) -> dict[str, str]:
         if any(values):
             ax.bar(kinds, values, bottom=bottom, label=verdict, color=colour)
             bottom = [b + v for b, v in zip(bottom, values, strict=True)]
-    ax.set_ylabel("schedules")
-    ax.set_title("verdicts by fault kind")
+    ax.set_ylabel("schedules (count)")
+    ax.set_xlabel("fault kind (a schedule counts once per kind it holds)")
+    ax.yaxis.set_major_locator(MaxNLocator(integer=True))
+    ax.set_title(f"verdicts by fault kind\n{what}", fontsize=9)
     ax.legend(fontsize=8)
     ax.tick_params(axis="x", labelrotation=30, labelsize=8)
     fig.tight_layout()
@@ -79,9 +127,10 @@ def _plots(cdir: Path, target: Path, prefix: str) -> dict[str, str]:
     if p50:
         ax.hist([p50, p99], bins=40, label=["p50", "p99"], color=["#30638e", "#d1495b"])
         ax.legend(fontsize=8)
-    ax.set_xlabel("latency per schedule (virtual ms)")
-    ax.set_ylabel("schedules")
-    ax.set_title("latency distribution")
+    ax.set_xlabel("latency per schedule (simulated ms)")
+    ax.set_ylabel("schedules (count)")
+    ax.yaxis.set_major_locator(MaxNLocator(integer=True))
+    ax.set_title(f"latency distribution (per-schedule p50 and p99)\n{what}", fontsize=9)
     fig.tight_layout()
     files["latency"] = f"{prefix}-latency.png"
     fig.savefig(target / files["latency"], dpi=90)
@@ -97,9 +146,10 @@ def _plots(cdir: Path, target: Path, prefix: str) -> dict[str, str]:
         ys = [r["nacks"] for r in rows if r["verdict"] == verdict and r["seed"] in faults]
         if xs:
             ax.scatter(xs, ys, s=10, alpha=0.6, label=verdict, color=colour)
-    ax.set_xlabel("fault events in the schedule")
-    ax.set_ylabel("nacks sent")
-    ax.set_title("nacks against faults")
+    ax.set_xlabel("fault events in the schedule (count)")
+    ax.set_ylabel("nack messages sent (count)")
+    ax.xaxis.set_major_locator(MaxNLocator(integer=True))
+    ax.set_title(f"nacks against faults (one point per schedule)\n{what}", fontsize=9)
     if rows:
         ax.legend(fontsize=8)
     fig.tight_layout()
@@ -111,20 +161,53 @@ def _plots(cdir: Path, target: Path, prefix: str) -> dict[str, str]:
     for r in rows:
         if r["coverage"]:
             coverage.update(json.loads(r["coverage"]))
-    labels = sorted(coverage)
-    fig, ax = plt.subplots(figsize=(7, max(2.5, 0.22 * len(labels) + 1)))
-    if labels:
-        ax.barh(labels, [coverage[label] for label in labels], color="#30638e")
-        ax.set_xscale("log")
-        ax.invert_yaxis()
-    ax.set_xlabel("times exercised (log scale)")
-    ax.set_title(f"lattice-transition coverage ({len(labels)} transitions)")
-    ax.tick_params(axis="y", labelsize=7)
+    never = never_exercised(coverage)
+    _coverage_plot(plt, coverage, never, what)
+    fig = plt.gcf()
     fig.tight_layout()
     files["coverage"] = f"{prefix}-coverage.png"
     fig.savefig(target / files["coverage"], dpi=90)
     plt.close(fig)
     return files
+
+
+def never_exercised(coverage: Counter[str]) -> list[str]:
+    """The transitions the lattices allow that ``coverage`` never counted."""
+    return [t for t in lattice_transitions() if not coverage.get(t)]
+
+
+def _coverage_plot(plt: Any, coverage: Counter[str], never: list[str], what: str) -> None:
+    """Exercised transitions as bars (log scale); the allowed ones never exercised listed
+    below them, greyed and marked "never exercised" (no bar: zero has no place on a log
+    axis)."""
+    labels = sorted(coverage)
+    _fig, ax = plt.subplots(figsize=(7, max(3.0, 0.22 * (len(labels) + len(never)) + 1.6)))
+    if labels:
+        ax.barh(range(len(labels)), [coverage[t] for t in labels], color="#30638e")
+        ax.set_xscale("log")
+    at = range(len(labels), len(labels) + len(never))
+    for y in at:
+        ax.text(
+            0.01,
+            y,
+            "never exercised",
+            color="#888888",
+            fontsize=7,
+            va="center",
+            transform=ax.get_yaxis_transform(),
+        )
+    ax.set_yticks(list(range(len(labels) + len(never))), [*labels, *never])
+    for tick in ax.get_yticklabels()[len(labels) :]:
+        tick.set_color("#888888")
+    ax.set_ylim(len(labels) + len(never) - 0.5, -0.5)
+    ax.set_xlabel("times exercised (count, log scale)")
+    allowed = len(lattice_transitions())
+    ax.set_title(
+        f"lattice-transition coverage: {allowed - len(never)} of {allowed} allowed transitions "
+        f"exercised\n{what}",
+        fontsize=9,
+    )
+    ax.tick_params(axis="y", labelsize=7)
 
 
 def _section(cdir: Path, target: Path, link_dir: Path, index: int) -> str:
@@ -137,7 +220,9 @@ def _section(cdir: Path, target: Path, link_dir: Path, index: int) -> str:
         invariants.update(info["by_invariant"])
     files = _plots(cdir, target, f"c{index}")
     esc = html.escape
+    rows = read_rows(cdir)
     out = [f"<h2>campaign {esc(manifest['campaign_id'])}</h2>"]
+    out.append(f"<p>fuzzed: {esc(_what(config, rows.num_rows))}</p>")
     out.append(
         "<p>protocol <b>{}</b>, variant <b>{}</b>, topology <b>{}</b>, seeds {}..{}, "
         "{} simulated s, fault profile {} {}</p>".format(
@@ -162,6 +247,17 @@ def _section(cdir: Path, target: Path, link_dir: Path, index: int) -> str:
         out.append("</table>")
     for key in ("verdicts", "latency", "nacks", "coverage"):
         out.append(f'<img src="{esc(files[key])}" alt="{key}">')
+    coverage: Counter[str] = Counter()
+    for text in rows.column("coverage").to_pylist():
+        if text:
+            coverage.update(json.loads(text))
+    never = never_exercised(coverage)
+    if never:
+        out.append(
+            "<p>allowed by the lattices, never exercised by this campaign: "
+            + ", ".join(f"<code>{esc(t)}</code>" for t in never)
+            + "</p>"
+        )
     cxs = sorted((cdir / "_counterexamples").glob("seed-*.json"))
     if cxs:
         out.append("<h3>counterexamples</h3><ul>")

@@ -163,6 +163,10 @@ class RunnerBackend:
         rates = dict(config.fault_rates)
         if not rates and config.fault_profile == "rates":
             rates = dict(DEFAULT_RATES)
+        if not config.fault_rates and set(DEFAULT_RATES) - set(self.entry.fault_kinds):
+            # the defaults of the kinds this protocol takes (e.g. no message duplication
+            # over ZeroMQ's TCP connections), not every kind the world knows
+            rates = {k: r for k, r in DEFAULT_RATES.items() if k in self.entry.fault_kinds}
         try:
             workload = WorkloadSpec(**wl)
             faults = FaultProfile(
@@ -268,9 +272,24 @@ class RunnerBackend:
         if not isinstance(data, dict):
             raise ValueError(f"spec: expected an object, got {type(data).__name__}")
         try:
-            return spec_from_dict(data)
+            spec = spec_from_dict(data)
         except GaplessError as exc:
             raise ValueError(str(exc)) from exc
+        if spec.variant not in self.variants():
+            raise ValueError(
+                f"spec: unknown variant {spec.variant!r}; allowed: {', '.join(self.variants())}"
+            )
+        return spec
+
+    def check_schedule(self, spec: Any, schedule: Any) -> None:
+        """Raise ``ValueError`` naming a fault event whose target ``spec``'s topology lacks."""
+        from gapless.models.faults import check_targets
+        from gapless.models.runner import fault_targets
+
+        try:
+            check_targets(schedule, fault_targets(spec))
+        except GaplessError as exc:
+            raise ValueError(f"schedule: {exc}") from exc
 
     def schedule_to_data(self, schedule: Any) -> Any:
 

@@ -41,7 +41,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from gapless.impl.errors import GaplessError
-from gapless.spark_fuzz.config import CampaignConfig, canonical_json
+from gapless.spark_fuzz.config import MAX_SEED, CampaignConfig, canonical_json
 from gapless.spark_fuzz.execute import COLUMNS, SeedResult
 
 __all__ = [
@@ -90,6 +90,7 @@ FAULTS_SCHEMA: Final = pa.schema(
 )
 
 _PART_RE: Final = re.compile(r"^part-(\d{12})-(\d{12})\.parquet$")
+assert len(str(MAX_SEED)) == 12  # the largest seed a part file's name can hold
 MANIFEST_FORMAT: Final = 1
 
 

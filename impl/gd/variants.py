@@ -53,6 +53,11 @@ def filter_drops_data(value: Knowledge, matches: bool) -> Knowledge:
     return value
 
 
+def filter_passes_data(value: Knowledge, matches: bool) -> Knowledge:
+    """Bug: a filter edge passes every D unchanged, matching or not."""
+    return value
+
+
 def ack_highest_known(delivered_upto: int, highest_known: int) -> int:
     """Bug: ack the highest known tick, delivered or not."""
     return max(delivered_upto, highest_known)
@@ -147,6 +152,20 @@ VARIANTS: Final[dict[str, Variant]] = {
             "SHB's subscribers do not match); no fault needed."
         ),
         filter_transfer=filter_drops_data,
+    ),
+    "filter-passes-d": _bug(
+        "filter-passes-d",
+        ("minimal_traffic",),
+        (),
+        (
+            "A filter edge passes a non-matching D on unchanged instead of turning it into F "
+            "[GD §2.4], so every message floods the whole tree. No subscriber sees a difference: "
+            "each SHB matches a message against its own subscriptions and delivers it to no one "
+            "there, acks it and moves on. Only *minimal traffic* (no data tick crosses an edge "
+            "whose filter rejects it) catches it; needs only selective subscriptions (some "
+            "message one cell's subscribers do not match); no fault needed."
+        ),
+        filter_transfer=filter_passes_data,
     ),
     "ack-before-delivery": _bug(
         "ack-before-delivery",

@@ -6,7 +6,9 @@ Deterministic and cheap: a schedule is a tuple of fault events drawn from the se
 conditions, so that shrinking has events, workload and time to remove. ``work_ms`` burns
 CPU per run. If the environment variable ``GAPLESS_FAKE_LOG`` names a directory, every run
 of a seed appends a line ``<seed>`` to a file there (one file per process), so tests can see
-exactly which seeds a campaign executed.
+exactly which seeds a campaign executed. If ``GAPLESS_FAKE_HOLD`` is ``<seed>:<path>``, the run
+of that seed creates ``path`` and then waits (up to 30 s) — a test hook to interrupt a campaign
+at a known point, whatever the machine's load.
 """
 
 from __future__ import annotations
@@ -41,6 +43,19 @@ class FakeEvent:
     kind: str
     at_us: int
     stream: int
+
+
+def _hold(seed: int) -> None:
+    hold = os.environ.get("GAPLESS_FAKE_HOLD")
+    if not hold:
+        return
+    at, _, path = hold.partition(":")
+    if int(at) != seed:
+        return
+    open(path, "w").close()
+    end = time.monotonic() + 30
+    while time.monotonic() < end:  # a SIGINT ends this with KeyboardInterrupt
+        time.sleep(0.01)
 
 
 class FakeBackend:
@@ -101,6 +116,7 @@ class FakeBackend:
         if log:
             with open(os.path.join(log, f"seeds-{os.getpid()}.log"), "a") as f:
                 f.write(f"{seed}\n")
+        _hold(seed)
         if spec.work_ms:
             end = time.perf_counter() + spec.work_ms / 1000
             while time.perf_counter() < end:

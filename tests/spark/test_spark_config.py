@@ -74,8 +74,8 @@ def test_bad_values_are_named_with_what_is_allowed(
 
 
 def test_unknown_protocol_and_keys(tmp_path: Path) -> None:
-    with pytest.raises(CampaignConfigError, match=r"'protocol' = 'zmq'.*gd"):
-        load_config(None, {"protocol": "zmq"})
+    with pytest.raises(CampaignConfigError, match=r"'protocol' = 'no-such-protocol'.*gd"):
+        load_config(None, {"protocol": "no-such-protocol"})
     with pytest.raises(CampaignConfigError, match=r"unknown key 'shedules'.*schedules"):
         load_config(_write(tmp_path, "shedules = 3\n"))
     with pytest.raises(CampaignConfigError, match=r"not valid TOML"):
@@ -91,3 +91,64 @@ def test_the_demo_campaign_file_is_valid() -> None:
     config = load_config(demo)
     assert config.protocol == "gd"
     assert config.schedules >= 100
+
+
+# -- issue 12, defect 1: a seed range the store cannot hold is refused at the door -----------
+
+
+@pytest.mark.parametrize(
+    ("seed", "schedules"),
+    [
+        (9223372036854775800, 10),  # runs past int64
+        (12345678901234567890123, 1),  # 23 digits
+        (10**12, 1),  # a part file's name holds 12 digits of seed
+        (10**12 - 5, 10),  # the range's last seed does not fit
+    ],
+)
+def test_a_seed_range_the_store_cannot_hold_is_refused(seed: int, schedules: int) -> None:
+    with pytest.raises(CampaignConfigError, match=r"seed.*999999999999") as info:
+        load_config(None, {"backend": FAKE, "seed": seed, "schedules": schedules})
+    assert str(seed) in str(info.value)
+
+
+def test_the_last_seed_the_store_can_hold_runs_and_resumes(tmp_path: Path) -> None:
+    from gapless.spark_fuzz.campaign import run_campaign
+    from gapless.spark_fuzz.config import MAX_SEED
+
+    overrides = {
+        "backend": FAKE,
+        "seed": MAX_SEED - 2,
+        "schedules": 3,
+        "out": str(tmp_path),
+        "shrink": False,
+    }
+    config = load_config(None, overrides)
+    first = run_campaign(config, executor="loop")
+    assert first.summary["schedules"] == 3
+    again = run_campaign(config, executor="loop")  # the part file is found again
+    assert again.executed == ()
+    assert again.skipped == 3
+
+
+def test_fuzz_with_a_seed_past_the_store_exits_2_and_writes_nothing(tmp_path: Path) -> None:
+    from click.testing import CliRunner
+
+    from gapless.cli.main import cli
+
+    result = CliRunner().invoke(
+        cli,
+        [
+            "fuzz",
+            "--seed",
+            "9223372036854775800",
+            "--schedules",
+            "10",
+            "--out",
+            str(tmp_path / "out"),
+            "--executor",
+            "loop",
+        ],
+    )
+    assert result.exit_code == 2, (result.output, result.exception)
+    assert "'seed'" in result.stderr
+    assert not (tmp_path / "out").exists()

@@ -8,7 +8,9 @@ import importlib
 import pytest
 
 
-@pytest.mark.parametrize("name", ["gapless.spark_fuzz.store", "gapless.spark_fuzz.shrink"])
+@pytest.mark.parametrize(
+    "name", ["gapless.spark_fuzz.store", "gapless.spark_fuzz.shrink", "gapless.spark_fuzz.session"]
+)
 def test_doctests(name: str) -> None:
     result = doctest.testmod(importlib.import_module(name))
     assert result.attempted > 0

@@ -127,3 +127,65 @@ def _committed(root: Path) -> set[int]:
         _, first, last = part.stem.split("-")
         seeds.update(range(int(first), int(last) + 1))
     return seeds
+
+
+def test_a_killed_python_worker_is_retried_in_local_mode(tmp_path: Path) -> None:
+    """Issue 12, defect 2: ``kill -9`` of one pyspark Python worker mid-task on a local master
+    that does not set task attempts (``local[2]``) costs a task attempt, not the campaign: the
+    task is re-run, the summary counts the retry, and every seed's row is there exactly once.
+    The campaign runs in its own process, so its JVM (and the Python workers it forks)
+    inherits ``GAPLESS_FAKE_LOG``, whatever JVM an earlier test left in this one."""
+    import threading
+
+    log = tmp_path / "log"
+    log.mkdir()
+    out = tmp_path / "out"
+    config = tmp_path / "c.toml"
+    config.write_text(
+        f'backend = "{FAKE}"\nid = "kill"\nschedules = 40\nchunk_size = 10\nduration_s = 10.0\n'
+        f'out = "{out}"\nshrink = false\nmaster = "local[2]"\n[workload]\nwork_ms = 60\n'
+    )
+    killed: list[int] = []
+    done = threading.Event()
+
+    def kill_a_busy_worker() -> None:
+        # no deadline of its own: Spark's start-up on a loaded machine can take a minute
+        while not done.is_set() and not killed:
+            for f in log.glob("seeds-*.log"):
+                seeds = f.read_text().split()
+                # a worker whose last seed is not the last of its chunk of 10 is mid-task
+                if seeds and int(seeds[-1]) % 10 != 9:
+                    pid = int(f.stem.split("-")[1])
+                    os.kill(pid, signal.SIGKILL)
+                    killed.append(pid)
+                    return
+            time.sleep(0.01)
+
+    killer = threading.Thread(target=kill_a_busy_worker)
+    killer.start()
+    try:
+        proc = subprocess.run(
+            [
+                str(Path(sys.executable).parent / "gapless"),
+                "fuzz",
+                "--config",
+                str(config),
+                "--json",
+            ],
+            env=fake_env(GAPLESS_FAKE_LOG=str(log)),
+            capture_output=True,
+            text=True,
+            timeout=600,
+            check=False,
+        )
+    finally:
+        done.set()
+        killer.join()
+    assert killed, "no worker was seen mid-task"
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    summary = json.loads(proc.stdout)
+    assert summary["schedules"] == summary["schedules_committed"] == 40
+    assert summary["spark_failed_tasks"] >= 1  # the killed attempt, re-run
+    assert summary["spark_tasks"] >= 4 + summary["spark_failed_tasks"]  # attempts
+    rows = read_rows(out / "campaign_id=kill").column("seed").to_pylist()
+    assert rows == list(range(40))  # each seed exactly once

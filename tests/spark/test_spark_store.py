@@ -105,3 +105,26 @@ def test_processes_and_loop_agree_row_for_row(tmp_path: Path) -> None:
     )
     assert ra.to_pylist() == rb.to_pylist()
     assert {"violation", "pass"} == set(ra.column("verdict").to_pylist())
+
+
+def test_an_interrupted_summary_reports_requested_and_committed(tmp_path: Path) -> None:
+    """Issue 12, defect 8: after an interrupt ``schedules`` is what was asked for and
+    ``schedules_committed`` what is on disk (it used to report only the latter, as
+    ``schedules``)."""
+    from gapless.spark_fuzz.campaign import Progress
+
+    config = load_config(None, fake_overrides(tmp_path, schedules=30, chunk_size=5, shrink=False))
+    chunks: list[int] = []
+
+    def on_chunk(first: int, _last: int, _verdicts: dict[str, int]) -> None:
+        chunks.append(first)
+        if len(chunks) == 2:
+            raise KeyboardInterrupt  # as Ctrl-C landing right after the second commit
+
+    run = run_campaign(config, executor="loop", progress=Progress(on_chunk=on_chunk))
+    assert run.interrupted
+    assert run.summary["schedules"] == 30
+    assert run.summary["schedules_committed"] == 10
+    assert run.summary["executed"] == 10
+    done = run_campaign(config, executor="loop")
+    assert done.summary["schedules"] == done.summary["schedules_committed"] == 30

@@ -188,6 +188,17 @@ class Net:
                 if not any(lo <= x <= hi for x in ticks for lo, hi in asked):
                     kind = "retransmission" if m.retransmission else "first-time silence"
                     out.append(f"{kind} from {a} to {b}, which never nacked it")
+            if (
+                isinstance(m, Knowledge)
+                and m.data is not None
+                and self.topo.brokers[b].role == "SHB"
+                and not any(
+                    reference_match(spec.filter, m.data.attributes)
+                    for spec in self.topo.subscribers.values()
+                    if spec.shb == b
+                )
+            ):
+                out.append(f"minimal traffic: {a} sent {b} tick {m.data.tick} no one there reads")
         return out
 
 
@@ -411,6 +422,7 @@ SCENARIO: dict[str, str] = {
     "never-forget-curiosity": "nack-loss",
     "merge-f-while-q": "total",
     "filter-drops-d": "filter",
+    "filter-passes-d": "filter",
     "ack-before-delivery": "loss",
     "ignore-ack-expected": "tail",
     "unlogged-is-published": "loss",

@@ -395,6 +395,15 @@ def _retrans(kind: str, retrans: bool, nacker: str | None) -> T:
     return t.send(500, "b1", "s1", w)
 
 
+def _traffic(loc: str, to: str, *, retrans: bool = False) -> T:
+    # P1@10 goes p1 -> b1 (IB1: u1 matches everything), then b1 -> ``to``; s2's only
+    # subscriber, u2, reads NY messages only
+    t = T().publish(10, "P1", 0, loc=loc)
+    t.send(200, "p1", "b1", Wire(kind="data", pubend="P1", data_ticks=(tick(10),)))
+    w = Wire(kind="data", pubend="P1", data_ticks=(tick(10),), retransmission=retrans)
+    return t.send(300, "b1", to, w)
+
+
 CASES: list[tuple[str, Any, Any]] = [
     ("safety", _safety_bad, _safety_good),
     ("safety", _safety_dead_conn, _base),
@@ -420,6 +429,12 @@ CASES: list[tuple[str, Any, Any]] = [
         "silence_targets",
         lambda: _retrans("silence", False, None),
         lambda: _retrans("silence", False, "s1"),
+    ),
+    ("minimal_traffic", lambda: _traffic("LN", "s2"), lambda: _traffic("NY", "s2")),
+    (
+        "minimal_traffic",
+        lambda: _traffic("LN", "s2", retrans=True),
+        lambda: _traffic("LN", "s1", retrans=True),
     ),
 ]
 

@@ -19,3 +19,20 @@ def test_readme_shows_the_two_commands() -> None:
     text = README.read_text()
     assert "make demo" in text
     assert "make test" in text
+
+
+def test_the_prove_row_says_when_its_target_is_missed() -> None:
+    """Issue 12, defect 8: the measured-figures row of ``gapless prove`` states its facts count
+    as measured now, and says **missed** when it is under the ">= 15" target."""
+    import pytest
+
+    pytest.importorskip("z3")
+    from gapless.spec import proofs
+
+    outcomes = proofs.run_all(proofs.variant("paper"))
+    laws = sum(o.kind == "law" for o in outcomes)
+    facts = sum(o.kind == "fact" for o in outcomes)
+    (row,) = [r for r in README.read_text().splitlines() if r.startswith("| lattice laws proved")]
+    assert f"{laws} / {facts}" in row
+    assert ">= 15" in row
+    assert ("**missed**" in row) == (facts < 15)

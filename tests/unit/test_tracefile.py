@@ -4,6 +4,7 @@ malformed files are refused with the line and field named; ``gapless check`` exi
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 from pathlib import Path
@@ -17,6 +18,7 @@ from gapless.impl.effects import Deliver, DeliverCohort
 from gapless.impl.trace import Published, TraceRecord
 from gapless.invariants.tracefile import (
     FORMAT,
+    VERSION,
     TraceFileError,
     check_trace_file,
     read_protocol,
@@ -86,11 +88,23 @@ def passing(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Any]:
 
 
 def _lines(path: Path) -> list[dict[str, Any]]:
-    return [json.loads(x) for x in path.read_text(encoding="utf-8").splitlines()]
+    """The header and the records of a file (its end record left out)."""
+    lines = [json.loads(x) for x in path.read_text(encoding="utf-8").splitlines()]
+    assert set(lines[-1]) == {"end"}
+    return lines[:-1]
+
+
+def _signed(lines: list[str]) -> str:
+    """The lines with the end record the format specifies: the record count and the sha256
+    of every line before it, each followed by a newline."""
+    digest = hashlib.sha256("".join(x + "\n" for x in lines).encode("utf-8")).hexdigest()
+    end = json.dumps({"end": {"records": len(lines) - 1, "sha256": digest}})
+    return "".join(x + "\n" for x in [*lines, end])
 
 
 def _save(path: Path, lines: list[dict[str, Any]]) -> None:
-    path.write_text("".join(json.dumps(x) + "\n" for x in lines), encoding="utf-8")
+    """Write edited lines as a complete file (as another implementation would write it)."""
+    path.write_text(_signed([json.dumps(x) for x in lines]), encoding="utf-8")
 
 
 def test_a_faulty_run_read_back_passes_offline_with_the_same_observations(
@@ -335,7 +349,7 @@ def test_cli_check_exit_codes(passing: tuple[Path, Any], tmp_path: Path) -> None
     ok = runner.invoke(cli, ["check", str(passing[0])])
     assert ok.exit_code == 0, ok.output
     assert "pass:" in ok.output
-    assert "12 invariants hold" in ok.output
+    assert "13 invariants hold" in ok.output
     as_json = runner.invoke(cli, ["check", str(passing[0]), "--json", "--invariant", "order"])
     assert as_json.exit_code == 0
     assert json.loads(as_json.output)["invariants"] == ["order"]
@@ -374,7 +388,7 @@ def test_cli_simulate_refuses_a_trace_path_in_a_missing_directory(tmp_path: Path
 def test_the_format_name_is_in_the_header(passing: tuple[Path, Any]) -> None:
     header = _lines(passing[0])[0]
     assert header["format"] == FORMAT
-    assert header["version"] == 1
+    assert header["version"] == VERSION == 2
     assert {"subscriptions", "cell_of", "cell_tree", "pubend_host", "roles"} <= set(
         header["context"]
     )
@@ -418,4 +432,64 @@ def test_check_finds_the_protocol_in_the_header(passing: tuple[Path, Any], tmp_p
     _save(other, lines)
     refused = runner.invoke(cli, ["check", str(other)])
     assert refused.exit_code == 2
-    assert "protocol 'carrier-pigeon' is unknown; allowed: gd" in refused.output
+    assert "protocol 'carrier-pigeon' is unknown; allowed: " in refused.output
+    assert "gd" in refused.output.split("allowed: ")[1].replace(",", " ").split()
+
+
+# ------------------------------------------------- truncation (issue 12, defect 6)
+
+
+def _cut(path: Path, out: Path, keep: int) -> None:
+    """``head -n KEEP path > out``: a file cut at a line boundary."""
+    text = path.read_text(encoding="utf-8").splitlines(keepends=True)
+    out.write_text("".join(text[:keep]), encoding="utf-8")
+
+
+def test_a_file_cut_at_a_line_boundary_is_refused_as_incomplete(
+    passing: tuple[Path, Any], tmp_path: Path
+) -> None:
+    total = len(passing[0].read_text(encoding="utf-8").splitlines())
+    cut = tmp_path / "cut.jsonl"
+    for keep in (1, total // 2, total - 1):
+        _cut(passing[0], cut, keep)
+        with pytest.raises(TraceFileError, match="incomplete: no end record"):
+            read_trace(cut, matches=M)
+    result = CliRunner().invoke(cli, ["check", str(cut)])
+    assert result.exit_code == 2, result.output
+    assert "incomplete" in result.stderr
+    assert "violated" not in result.output  # refused, not judged
+
+
+@pytest.mark.parametrize(
+    ("edit", "message"),
+    [
+        (lambda ls: ls[:2] + ls[3:], "end record says"),  # a record line removed
+        (lambda ls: [*ls, ls[-1]], "after the end record"),
+        (lambda ls: [*ls[:-2], ls[-2].replace('"time": ', '"time": 1'), ls[-1]], "sha256"),
+    ],
+)
+def test_a_file_that_disagrees_with_its_end_record_is_refused(
+    passing: tuple[Path, Any], tmp_path: Path, edit: Any, message: str
+) -> None:
+    lines = passing[0].read_text(encoding="utf-8").splitlines()
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text("".join(x + "\n" for x in edit(lines)), encoding="utf-8")
+    with pytest.raises(TraceFileError, match=message):
+        read_trace(bad, matches=M)
+
+
+def test_a_version_1_file_is_read_and_flagged_unverifiable(
+    passing: tuple[Path, Any], tmp_path: Path
+) -> None:
+    lines = _lines(passing[0])
+    lines[0]["version"] = 1
+    old = tmp_path / "v1.jsonl"
+    old.write_text("".join(json.dumps(x) + "\n" for x in lines), encoding="utf-8")
+    tf, violation = check_trace_file(old, matches=M)
+    assert violation is None
+    assert tf.complete is None
+    assert read_trace(passing[0], matches=M).complete is True
+    result = CliRunner().invoke(cli, ["check", str(old), "--json"])
+    assert result.exit_code == 0, result.output
+    assert json.loads(result.stdout)["complete"] is None
+    assert "truncation cannot be detected" in result.stderr

@@ -1,0 +1,105 @@
+"""Overlay partitions: pids, the partition table within DPT, partition info, tags [DFT §III-IV].
+
+Theory of operation
+-------------------
+When an active session of broker X to F breaks because F became unreachable, X is the
+*partition detector* of a new partition whose *pnodes* are the primary path from X's
+neighbour to F; its id is ``(X, i, pnodes)`` with i X's next counter value [DFT §III, Figure 4:
+the pids ``(B2, 1, <B3>)``, ``(B2, 2, <B3, B4>)`` arise as B2's active sessions to B3, then B4,
+fail]. The detector adds the pid to its partition table (PT) and tells its established
+sessions with partition-information messages; a receiver within DPT of the detector adds it
+and passes it on to its own established sessions within DPT [DFT §IV]; farther brokers drop
+it. Pids stay in the table until recovery removes them [DFT §VIII-A step (v)]; recovery is
+not modelled yet (``spec/dft.md``), so they stay — which only ever excludes more.
+
+Tags [DFT §III, §V, §VI]:
+
+* a subscription sent to a broker beyond a known partition is tagged with its pid
+  (:func:`subscription_tags`, Figure 5 lines 21-23);
+* a detector tags the confirmation of a subscription with each of its partitions that lie
+  downstream, i.e. off the subscription's path SPath (:func:`confirmation_tags`, Figure 5
+  lines 33-35): their nodes have not confirmed it;
+* a publication whose source is on or beyond a known partition is tagged with its pid
+  (:func:`publication_tags`, Figure 8 lines 11-12).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+import attrs
+
+from gapless.impl.dft.messages import PartitionInfo, Pid, SubMsg
+from gapless.impl.dft.state import BrokerState
+from gapless.impl.effects import Effect, Send
+
+__all__ = [
+    "confirmation_tags",
+    "detect",
+    "on_partition_info",
+    "publication_tags",
+    "subscription_tags",
+]
+
+
+def _announce(state: BrokerState, pid: Pid, skip: str | None) -> tuple[Effect, ...]:
+    dpt = state.policy.dpt(state.config)
+    tree = state.tree
+    return tuple(
+        Send(to=x, msg=PartitionInfo(pid=pid))
+        for x in sorted(state.established)
+        if x != skip and tree.distance(x, pid.detector) <= dpt
+    )
+
+
+def detect(state: BrokerState, lost: Iterable[str]) -> tuple[BrokerState, tuple[Effect, ...]]:
+    """New partitions for the active sessions in ``lost`` whose broker became unreachable
+    (not merely shadowed by a nearer broker coming back) [DFT §III, §IV]."""
+    effects: list[Effect] = []
+    pt, counter = state.pt, state.counter
+    for f in sorted(lost):
+        if f in state.established:
+            continue
+        counter += 1
+        pid = Pid(detector=state.me, counter=counter, pnodes=state.tree.path(state.me, f)[1:])
+        pt = pt.add(pid)
+        effects.extend(_announce(state, pid, None))
+    if counter == state.counter:
+        return state, ()
+    return attrs.evolve(state, pt=pt, counter=counter), tuple(effects)
+
+
+def on_partition_info(
+    state: BrokerState, sender: str, msg: PartitionInfo
+) -> tuple[BrokerState, tuple[Effect, ...]]:
+    """Keep ``msg.pid`` when the detector is within DPT and pass it on [DFT §IV]."""
+    pid = msg.pid
+    if pid in state.pt or state.tree.distance(state.me, pid.detector) > state.policy.dpt(
+        state.config
+    ):
+        return state, ()
+    return attrs.evolve(state, pt=state.pt.add(pid)), _announce(state, pid, sender)
+
+
+def subscription_tags(state: BrokerState, sub: SubMsg, to: str) -> frozenset[Pid]:
+    """``sub``'s tags when sent to ``to``: plus every known pid ``to`` is beyond [Figure 5
+    lines 21-23]."""
+    tree = state.tree
+    extra = frozenset(p for p in state.pt if tree.beyond(p.detector, p.pnodes, to))
+    return sub.tags | extra if extra else sub.tags
+
+
+def confirmation_tags(state: BrokerState, sub: SubMsg) -> frozenset[Pid]:
+    """The pids this broker detected whose nodes lie off ``sub``'s path: they did not
+    confirm it [Figure 5 lines 33-35, DFT §V-C]."""
+    if not state.policy.tag_confirmations:
+        return frozenset()
+    tree, me = state.tree, state.me
+    spath = set(tree.path(sub.source, me)[:-1])
+    return frozenset(p for p in state.pt if p.detector == me and not spath.intersection(p.pnodes))
+
+
+def publication_tags(state: BrokerState, source: str) -> frozenset[Pid]:
+    """The known pids ``source`` is on or beyond [Figure 8 lines 11-12]."""
+    tree = state.tree
+    return frozenset(p for p in state.pt if tree.on_or_beyond(p.detector, p.pnodes, source))

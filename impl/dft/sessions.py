@@ -1,0 +1,53 @@
+"""Failure-detector input and sessions: established, active, and what a change sets off
+[DFT §II, §IV, Figure 3].
+
+Theory of operation
+-------------------
+Each broker has a local failure detector reporting which brokers of its Δ-neighbourhood are
+reachable [DFT §II]; the world feeds it as :class:`~gapless.impl.inputs.LinkChanged`
+(``neighbour`` reachable or not). While reachable, B has an *established* session to it;
+S(B, X) is *active* when established and no other established session goes to a broker on
+P(B, X) [DFT §II] (:func:`~gapless.impl.dft.routing.active_sessions`). Unreachability covers a
+crashed neighbour and a failed link alike: B cannot tell them apart [DFT §II].
+
+When the active set changes, in this order [DFT §IV-VI]:
+
+1. every active session lost to unreachability makes B the detector of a new partition,
+   announced within DPT (:func:`~gapless.impl.dft.partitions.detect`);
+2. unconfirmed subscriptions update Out_s (Figure 5 OnSessionActivated,
+   :func:`~gapless.impl.dft.subscriptions.reroute`);
+3. queued publications update Out_p (Figure 8 OnSessionActivated,
+   :func:`~gapless.impl.dft.publications.reroute`).
+
+A report that changes nothing, or concerns a broker outside the neighbourhood (the world may
+report every overlay link it has), returns the same state and no effects.
+"""
+
+from __future__ import annotations
+
+import attrs
+
+from gapless.impl.dft import partitions, publications, subscriptions
+from gapless.impl.dft.routing import active_sessions
+from gapless.impl.dft.state import BrokerState
+from gapless.impl.effects import Effect
+from gapless.impl.inputs import LinkChanged
+
+__all__ = ["on_link_changed"]
+
+
+def on_link_changed(state: BrokerState, inp: LinkChanged) -> tuple[BrokerState, tuple[Effect, ...]]:
+    """The failure detector reports ``inp.neighbour`` reachable (``up``) or not."""
+    x = inp.neighbour
+    if x not in state.hood or (x in state.established) == inp.up:
+        return state, ()
+    est = state.established | {x} if inp.up else state.established - {x}
+    before = state.active
+    act = active_sessions(state.tree, state.me, est)
+    state = attrs.evolve(state, established=est, active=act)
+    lost = before - act
+    gained = act - before
+    state, e1 = partitions.detect(state, lost)
+    state, e2 = subscriptions.reroute(state, gained)
+    state, e3 = publications.reroute(state, before)
+    return state, (*e1, *e2, *e3)

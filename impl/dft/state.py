@@ -1,0 +1,113 @@
+"""The DFT broker's state: sessions, partition table, SRT, pending subscriptions, queue.
+
+Theory of operation
+-------------------
+One frozen value per broker [DFT §II-VIII]; the handlers in
+:mod:`gapless.impl.dft.sessions`, :mod:`~gapless.impl.dft.subscriptions` and
+:mod:`~gapless.impl.dft.publications` return changed copies. Field by field:
+
+* ``tree``, ``hood`` — the primary tree (routing layer) and this broker's Δ-neighbourhood,
+  the only brokers it may open sessions to [DFT §I, §IV].
+* ``established`` — the neighbourhood brokers its failure detector reports reachable, i.e.
+  established sessions S(B, X); ``active`` — those with no other established broker on the
+  primary path to them: one active session per primary path [DFT §II, Figure 3].
+* ``pt`` — the partition table: pids whose detector is within DPT [DFT §IV]; ``counter`` —
+  the last partition counter this broker assigned as a detector [DFT §III].
+* ``srt`` — accepted subscriptions, with, at their source broker, the confirmation tags
+  [DFT §V]; ``pending`` — subscriptions awaiting confirmations (Out_s, senders, tags
+  gathered from confirmations) in arrival order.
+* ``queue`` — the FIFO of publications not yet confirmed downstream [DFT §VI], each with
+  the hops it was sent to and the subscription sources each hop serves.
+* ``high`` and ``stamp`` — duplicate detection [DFT §VII]; ``published`` — the count of
+  publications issued at this broker (their per-source numbers).
+* ``local`` — this broker's subscribers: sid -> (subscriber, connection).
+"""
+
+from __future__ import annotations
+
+from typing import final
+
+import attrs
+from pyrsistent import PMap, PSet, PVector, pmap, pset, pvector
+
+from gapless.impl.dft.config import PAPER_POLICY, DFTConfig, DFTPolicy
+from gapless.impl.dft.messages import Pid, PubMsg, SubMsg
+from gapless.impl.dft.tree import PrimaryTree
+
+__all__ = ["Accepted", "BrokerState", "PendingSub", "QueuedPub", "new_broker"]
+
+
+@final
+@attrs.frozen(kw_only=True)
+class Accepted:
+    """An SRT entry: the subscription and, at its source, the confirmation tags [DFT §V-C]."""
+
+    sub: SubMsg
+    conf_tags: frozenset[Pid] = frozenset()
+
+
+@final
+@attrs.frozen(kw_only=True)
+class PendingSub:
+    """A subscription waiting for the confirmations of ``outs`` [Figure 5]."""
+
+    sub: SubMsg
+    outs: frozenset[str]
+    senders: frozenset[str]
+    conf_tags: frozenset[Pid] = frozenset()
+
+
+@final
+@attrs.frozen(kw_only=True)
+class QueuedPub:
+    """A queued publication [Figure 8]: ``msg`` as tagged here, its ``stamp`` here, the
+    brokers it came from, and ``hops``: each hop of Out_p -> the sources it serves."""
+
+    msg: PubMsg
+    stamp: int
+    senders: frozenset[str]
+    hops: PMap[str, frozenset[str]]
+
+
+@final
+@attrs.frozen(kw_only=True)
+class BrokerState:
+    """One DFT broker (see the module doc)."""
+
+    me: str
+    config: DFTConfig
+    policy: DFTPolicy
+    tree: PrimaryTree
+    hood: frozenset[str]
+    established: frozenset[str] = frozenset()
+    active: frozenset[str] = frozenset()
+    pt: PSet[Pid] = attrs.field(factory=pset)
+    counter: int = 0
+    srt: PMap[str, Accepted] = attrs.field(factory=pmap)
+    pending: PMap[str, PendingSub] = attrs.field(factory=pmap)
+    pending_order: PVector[str] = attrs.field(factory=pvector)
+    queue: PVector[QueuedPub] = attrs.field(factory=pvector)
+    high: PMap[str, int] = attrs.field(factory=pmap)
+    stamp: int = 0
+    published: int = 0
+    local: PMap[str, tuple[str, int]] = attrs.field(factory=pmap)
+
+
+def new_broker(
+    me: str,
+    tree: PrimaryTree,
+    config: DFTConfig | None = None,
+    policy: DFTPolicy = PAPER_POLICY,
+    reachable: bool = True,
+) -> BrokerState:
+    """A broker that has joined ``tree`` and learned its Δ-neighbourhood [DFT §I]. With
+    ``reachable`` its failure detector starts with the whole neighbourhood reachable (the
+    failure-free start: the active sessions are the primary links); otherwise with nothing
+    established."""
+    cfg = config or DFTConfig()
+    hood = tree.neighbourhood(me, cfg.big_delta)
+    est = hood if reachable else frozenset()
+    act = frozenset(tree.neighbours(me)) if reachable else frozenset()
+    return BrokerState(
+        me=me, config=cfg, policy=policy, tree=tree, hood=hood, established=est, active=act
+    )

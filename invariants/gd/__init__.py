@@ -1,0 +1,23 @@
+"""Guaranteed delivery's invariants as plug-ins over the shared ledger [GD §2-3].
+
+:data:`PLUGINS` is what a checker of a GD run is given
+(``Checker(ctx, names, plugins=PLUGINS)``, the default): the delivery invariants
+(:mod:`gapless.invariants.gd.delivery`), the wire-conformance ones
+(:mod:`gapless.invariants.gd.conformance`) and minimal traffic
+(:mod:`gapless.invariants.gd.traffic`). Their names, in report order, are
+``gapless.invariants.INVARIANTS``.
+"""
+
+from __future__ import annotations
+
+from typing import Final
+
+from gapless.invariants.gd.conformance import GDConformance
+from gapless.invariants.gd.delivery import GDDelivery
+from gapless.invariants.gd.traffic import GDMinimalTraffic
+from gapless.invariants.plugin import Plugin
+
+__all__ = ["PLUGINS", "GDConformance", "GDDelivery", "GDMinimalTraffic"]
+
+PLUGINS: Final[tuple[type[Plugin], ...]] = (GDDelivery, GDConformance, GDMinimalTraffic)
+"""GD's plug-ins, in the order they judge a record."""

@@ -1,0 +1,393 @@
+"""GD's delivery invariants as one plug-in over the ledger [GD §2.1-2.3].
+
+Theory of operation
+-------------------
+Per subscriber *connection* (GD is non-durable: a reconnect, or the SHB's crash, starts a new
+connection; guarantees hold within each), judged from the ``deliver`` records, the ``send``
+records' data ticks and, after the run, the ledger:
+
+* ``safety`` — a delivered message matches the subscriber's filter (the OR over paths of the
+  AND of the filters along each path: our topologies derive every edge filter from the
+  subscriptions below it, so each path predicate is the subscriber's own filter) and is
+  delivered on a live connection;
+* ``order`` — ticks strictly increase per connection per pubend (publisher order);
+* ``total_order`` — for subscribers of a merged stream, ticks strictly increase across all
+  merged pubends, so every subscriber sees the same relative order;
+* ``logged_first`` — a delivered tick was durably logged (``persisted``) by its pubend first
+  [GD §2.2];
+* ``gapless`` — no logged matching message between two delivered ones (or published after the
+  connection began and before its first delivery) is skipped;
+* ``exactly_once`` — no tick is delivered twice on one connection;
+* ``no_e`` — nothing reaches E: every data tick on the wire is a tick its pubend logged, and a
+  delivered payload equals the logged one [GD §2.1, §2.2];
+* ``liveness`` — after heal and drain, every logged message matching a live connection and
+  published after it began was delivered, and every pubend received acks reaching its last
+  logged tick that some subscription matches (later ticks match no one: the PHB's own edge
+  filter finalises them, so no ack for them crosses the wire) [GD §2.3, §3.2].
+
+The plug-in adds deliveries to the ledger itself (``records_deliveries``): a cohort of
+ordinary deliveries (live connection, matching filter, a new tick above the last one, nothing
+logged in between) is judged and added in one pass (:meth:`GDDelivery._deliver_cohort`).
+"""
+
+from __future__ import annotations
+
+import bisect
+from collections.abc import Callable, Mapping
+from typing import Any, ClassVar, Final, final
+
+from gapless.impl.effects import DeliverCohort
+from gapless.impl.trace import TraceRecord, Wire
+from gapless.invariants.plugin import Conn, Ledger, LogEntry, Plugin, Report
+
+__all__ = ["NAMES", "GDDelivery"]
+
+NAMES: Final = (
+    "safety",
+    "order",
+    "logged_first",
+    "gapless",
+    "exactly_once",
+    "total_order",
+    "no_e",
+    "liveness",
+)
+
+
+@final
+class GDDelivery(Plugin):
+    """GD's delivery invariants (see the module doc)."""
+
+    names: ClassVar[tuple[str, ...]] = NAMES
+    kinds: ClassVar[frozenset[str]] = frozenset({"deliver", "send"})
+    records_deliveries: ClassVar[bool] = True
+
+    def __init__(self, ledger: Ledger, report: Report) -> None:
+        super().__init__(ledger, report)
+        self.conns = ledger.conns
+        self.logged = ledger.logged
+        self.logged_sorted = ledger.logged_sorted
+        self.requested = ledger.requested
+        self.merged = ledger.merged
+        self.on = report.on
+        self._fail = report.fail
+        self._matches = ledger.matches
+
+    # ------------------------------------------------------------------ observe
+
+    def observe(self, r: TraceRecord) -> bool:
+        if r.kind == "deliver":
+            return self._on_deliver(r)
+        return self._on_send(r)
+
+    def judges(self) -> Mapping[str, Callable[[TraceRecord], bool]]:
+        return {"deliver": self._on_deliver, "send": self._on_send}
+
+    def _on_send(self, r: TraceRecord) -> bool:
+        """``no_e`` on the wire: every data tick sent is a tick its pubend asked to log."""
+        w: Wire = r.detail.wire
+        if not w.data_ticks or w.pubend is None or w.kind not in ("data", "silence"):
+            return False
+        pubend = w.pubend
+        req = self.requested.get(pubend, {})
+        for t in w.data_ticks:
+            if t not in req:
+                return self._fail(
+                    "no_e",
+                    r.node,
+                    f"data at tick {t} of {pubend} sent to {r.detail.to}, but the pubend never "
+                    "logged a message at that tick (it is S there: D ⊔ S = E)",
+                    r,
+                    pubend=pubend,
+                    tick=t,
+                )
+        return False
+
+    def _on_deliver(self, r: TraceRecord) -> bool:
+        """Judge a delivery (one ``Deliver``, or a ``DeliverCohort``: the message-level checks
+        once, the per-connection ones for each subscriber). Each check that is switched off
+        lets the others still run."""
+        d = r.detail
+        if type(d) is DeliverCohort:
+            pubend, tick = d.pubend, d.tick
+            entry = self._judge_message(r, d.to[0][0], pubend, tick, d.payload)
+            if self.report.violation is not None:
+                return True
+            return self._deliver_cohort(r, d.to, pubend, tick, entry)
+        entry = self.logged.get(d.pubend, {}).get(d.tick)
+        return self._deliver_one(r, d.subscriber, d.connection, d.pubend, d.tick, entry, False)
+
+    def _deliver_cohort(
+        self,
+        r: TraceRecord,
+        to: tuple[tuple[str, int], ...],
+        pubend: str,
+        tick: int,
+        entry: LogEntry | None,
+    ) -> bool:
+        """Each member of a cohort: a fast path for the common case (live connection,
+        matching filter, a new tick above the last one, nothing logged in between), which
+        adds the delivery exactly as :meth:`Ledger.record_delivery` does; anything else goes
+        through :meth:`_deliver_one`, which judges it in full."""
+        conns = self.conns
+        node = r.node
+        merged = pubend in self.merged
+        gapless = self.on["gapless"]
+        ticks = self.logged_sorted.get(pubend, [])
+        tick_lo = bisect.bisect_left(ticks, tick)
+        matched: dict[str, bool] = {}
+        for sub, conn in to:
+            c = conns.get(sub)
+            ok = (
+                entry is not None
+                and c is not None
+                and c.live
+                and c.n == conn
+                and c.shb == node
+                and tick > c.last.get(pubend, -1)
+                and not (merged and tick <= c.last_any)
+            )
+            if ok:
+                assert c is not None
+                m = matched.get(c.filter)
+                if m is None:
+                    m = matched[c.filter] = self._matches(c.filter, pubend, tick)
+                seen = c.seen.get(pubend)
+                ok = m and (seen is None or tick not in seen)
+                if ok and gapless:
+                    # no logged tick strictly between the last delivery and this one
+                    ok = bisect.bisect_right(ticks, c.last.get(pubend, -1)) >= tick_lo
+            if not ok:
+                if self._deliver_one(r, sub, conn, pubend, tick, entry, True):
+                    return True
+                continue
+            assert c is not None
+            # Ledger.record_delivery, inlined: tick is above c.last (checked above)
+            if seen is None:
+                seen = c.seen[pubend] = set()
+            seen.add(tick)
+            c.last[pubend] = tick
+            c.records[pubend] = r
+            if merged:
+                c.last_any = tick
+        return False
+
+    def _judge_message(
+        self, r: TraceRecord, sub: str, pubend: str, tick: int, payload: Any
+    ) -> LogEntry | None:
+        """``logged_first`` and ``no_e`` of a delivered message; its log entry."""
+        entry = self.logged.get(pubend, {}).get(tick)
+        if entry is None:
+            self._fail(
+                "logged_first",
+                sub,
+                f"tick {tick} of {pubend} delivered before its pubend durably logged it",
+                r,
+                pubend=pubend,
+                tick=tick,
+                events=(self.ledger.persist_record(pubend, tick),),
+            )
+            return None
+        attrs_, _lt, lrec = entry
+        got = self.ctx.payload_attributes(payload)
+        if got is not None and got is not attrs_ and dict(got) != dict(attrs_):
+            self._fail(
+                "no_e",
+                sub,
+                f"delivered payload {dict(got)!r} differs from the logged {dict(attrs_)!r} "
+                "(D(a) ⊔ D(b) = E)",
+                r,
+                pubend=pubend,
+                tick=tick,
+                events=(lrec,),
+            )
+        return entry
+
+    def _deliver_one(
+        self,
+        r: TraceRecord,
+        sub: str,
+        connection: int,
+        pubend: str,
+        tick: int,
+        entry: LogEntry | None,
+        judged: bool,
+    ) -> bool:
+        """The per-connection checks of delivering ``(pubend, tick)`` to ``sub``
+        (``judged``: the message-level checks already ran); then the delivery is added to
+        the ledger."""
+        c = self.conns.get(sub)
+        if c is None or not c.live or c.n != connection or c.shb != r.node:
+            if self._fail(
+                "safety",
+                sub,
+                f"delivered on connection {connection} at {r.node}, which is not a live "
+                "connection of this subscriber",
+                r,
+                pubend=pubend,
+                tick=tick,
+            ):
+                return True
+            if c is None or c.n != connection:
+                return False
+        if not judged:
+            self._judge_message(r, sub, pubend, tick, r.detail.payload)
+            if self.report.violation is not None:
+                return True
+        if (
+            entry is not None
+            and not self._matches(c.filter, pubend, tick)
+            and self._fail(
+                "safety",
+                sub,
+                f"message {dict(entry[0])!r} does not match the filter {c.filter!r}",
+                r,
+                pubend=pubend,
+                tick=tick,
+                events=(entry[2],),
+            )
+        ):
+            return True
+        seen = c.seen.get(pubend, ())
+        prev_rec = c.records.get(pubend)
+        if tick in seen and self._fail(
+            "exactly_once",
+            sub,
+            f"tick {tick} of {pubend} delivered twice on connection {c.n}",
+            r,
+            pubend=pubend,
+            tick=tick,
+            events=(prev_rec,),
+        ):
+            return True
+        last = c.last.get(pubend, -1)
+        if tick <= last and self._fail(
+            "order",
+            sub,
+            f"tick {tick} of {pubend} delivered after tick {last} (publisher order)",
+            r,
+            pubend=pubend,
+            tick=tick,
+            events=(prev_rec,),
+        ):
+            return True
+        if (
+            pubend in self.merged
+            and tick <= c.last_any
+            and self._fail(
+                "total_order",
+                sub,
+                f"tick {tick} of {pubend} delivered after tick {c.last_any} of the merged stream",
+                r,
+                pubend=pubend,
+                tick=tick,
+            )
+        ):
+            return True
+        if self.on["gapless"] and tick > last and self._skipped(r, c, pubend, tick, last, prev_rec):
+            return True
+        self.ledger.record_delivery(c, pubend, tick, r)
+        return False
+
+    def _skipped(
+        self,
+        r: TraceRecord,
+        c: Conn,
+        pubend: str,
+        tick: int,
+        last: int,
+        prev_rec: TraceRecord | None,
+    ) -> bool:
+        """``gapless`` for a delivery above the connection's last tick ``last``: no matching
+        logged tick between the last delivery (or, before the first, the connection's start)
+        and this one."""
+        sub = c.sub
+        ticks = self.logged_sorted.get(pubend, [])
+        lo = bisect.bisect_right(ticks, last)
+        hi = bisect.bisect_left(ticks, tick)
+        for t in ticks[lo:hi]:
+            if last < 0:
+                pt = self.ledger.publish_time(pubend, t)
+                if pt is None or pt <= c.start:
+                    continue
+            if self._matches(c.filter, pubend, t) and self._fail(
+                "gapless",
+                sub,
+                f"tick {tick} of {pubend} delivered but the matching tick {t} before it "
+                f"(after {'the connection began' if last < 0 else f'delivered tick {last}'}) "
+                "was skipped",
+                r,
+                pubend=pubend,
+                tick=t,
+                events=(prev_rec, self.logged[pubend][t][2]),
+            ):
+                return True
+        return False
+
+    # ------------------------------------------------------------------ finish
+
+    def finish(self, end: TraceRecord) -> bool:
+        """Liveness at the end of a healed and drained run."""
+        if not self.on["liveness"]:
+            return False
+        return self._all_delivered(end) or self._all_acked(end)
+
+    def _all_delivered(self, end: TraceRecord) -> bool:
+        """Every logged message matching a live connection (published after it began, or
+        after its first delivery) was delivered on it."""
+        conns = self.conns
+        for sub in sorted(conns):
+            c = conns[sub]
+            if not c.live:
+                continue
+            for pubend in sorted(self.logged_sorted):
+                seen = c.seen.get(pubend, set())
+                first = min(seen) if seen else None
+                for t in self.logged_sorted[pubend]:
+                    if t in seen:
+                        continue
+                    pt = self.ledger.publish_time(pubend, t)
+                    needed = (first is not None and t > first) or (pt is not None and pt > c.start)
+                    if needed and self._matches(c.filter, pubend, t):
+                        return self._fail(
+                            "liveness",
+                            sub,
+                            f"matching tick {t} of {pubend} (published at {pt}µs) never delivered "
+                            f"on connection {c.n} after heal and drain",
+                            end,
+                            pubend=pubend,
+                            tick=t,
+                            events=(self.logged[pubend][t][2],),
+                        )
+        return False
+
+    def _all_acked(self, end: TraceRecord) -> bool:
+        """Every pubend's acknowledged prefix reached its last logged tick some subscription
+        needed."""
+        filters = sorted(
+            {s.filter for s in self.ctx.subscriptions} | {c.filter for c in self.ledger.all_conns}
+        )
+        for pubend in sorted(self.logged_sorted):
+            ticks = self.logged_sorted[pubend]
+            # the last tick some downstream cell needed: ticks after it match no subscription,
+            # so the PHB's own edge filter finalises them and no ack for them travels on the
+            # wire (the same notion of need as ack_consolidation's)
+            need = next(
+                (t for t in reversed(ticks) if any(self._matches(f, pubend, t) for f in filters)),
+                None,
+            )
+            if need is None:
+                continue
+            got = self.ledger.pubend_acked.get(pubend, -1)
+            if got < need:
+                return self._fail(
+                    "liveness",
+                    self.ctx.pubend_host.get(pubend, pubend),
+                    f"the acknowledged prefix of {pubend} reached only {got}, not its last "
+                    f"logged tick a subscription needed, {need}, after heal and drain",
+                    end,
+                    pubend=pubend,
+                    tick=need,
+                    events=(self.logged[pubend][need][2],),
+                )
+        return False

@@ -1,0 +1,183 @@
+"""The δ-fault-tolerant protocol (``gapless.impl.dft``) bound to the world [DFT §II-VII].
+
+Theory of operation
+-------------------
+The world sends only over the edges of its graph and tells a node ``LinkChanged`` about its
+graph neighbours. A DFT broker opens sessions to every broker of its Δ-neighbourhood
+[DFT §I], so a DFT topology's graph is the *overlay*: every pair of brokers within
+:data:`MAX_RADIUS` primary links (the largest Δ the configurations here use) is an edge, and
+the primary tree itself rides along as ``graph.graph["dft_joins"]`` (who joined whom, in
+order). A crashed broker is then reported unreachable by every broker of its neighbourhood,
+a failed edge by its two ends — the failure detector of [DFT §II]. A broker ignores reports
+about brokers outside its own Δ-neighbourhood.
+
+Pubends are named after the brokers that host them (a publication's source is its broker
+[DFT §V-VI]); subscribers sit at the nodes whose role is ``"shb"``.
+
+:class:`DFTBinding` adapts :mod:`gapless.impl.dft.role`: initial states from the tree, the
+configuration (:class:`~gapless.impl.dft.config.DFTConfig`, overrides from
+``RunSpec.config``), the variant's policy, the wire summary
+(:class:`~gapless.impl.dft.messages.DFTWire`). :func:`check_context` builds the invariants'
+:class:`~gapless.invariants.dft.DFTContext`; :func:`within_budget` is the fault budget.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping
+from typing import Any, Final, final
+
+import attrs
+import networkx as nx
+
+from gapless.impl.dft.config import PAPER_POLICY, DFTConfig
+from gapless.impl.dft.messages import DFTWire, wire
+from gapless.impl.dft.role import crash, handle, new_role
+from gapless.impl.dft.tree import PrimaryTree, complete_tree
+from gapless.impl.dft.variants import VARIANTS
+from gapless.impl.effects import Persist
+from gapless.impl.inputs import Publish
+from gapless.impl.variants import resolve
+from gapless.invariants.dft import DFTContext, pair_within_budget
+from gapless.models.binding import Binding
+from gapless.models.faults import FaultEvent
+from gapless.models.runspec import RunSpecError
+from gapless.models.workload import PublishEvent, Workload
+
+__all__ = [
+    "MAX_RADIUS",
+    "TOPOLOGIES",
+    "DFTBinding",
+    "check_context",
+    "make_binding",
+    "overlay",
+    "within_budget",
+]
+
+MAX_RADIUS: Final = 4
+"""Overlay edges join brokers within this many primary links: Δ = δ + 1 for δ <= 3."""
+
+_OTHER: Final = DFTWire(kind="other", key=None)
+
+
+def overlay(
+    tree: PrimaryTree, publishers: Iterable[str], shbs: Iterable[str], delta: int = 1
+) -> nx.Graph:
+    """The world's graph of ``tree``: overlay edges within :data:`MAX_RADIUS`, pubends at
+    ``publishers``, subscribers at ``shbs``, and ``delta`` (the budget's default δ)."""
+    g = nx.Graph()
+    hosts = set(shbs)
+    for b in tree.order:
+        g.add_node(b, role="shb" if b in hosts else "broker", cell=b)
+    for b in tree.order:
+        for x in sorted(tree.neighbourhood(b, MAX_RADIUS)):
+            g.add_edge(b, x)
+    g.graph["dft_joins"] = tuple((b, tree.parent[b]) for b in tree.order)
+    g.graph["pubends"] = tuple((p, p) for p in sorted(publishers))
+    g.graph["dft_delta"] = delta
+    return g
+
+
+def fig1() -> nx.Graph:
+    """Figure 1: P at B1; B1-B2; B2-B3 (S1); B2-B4 (S2) [DFT §I]."""
+    tree = PrimaryTree.build([("B1", None), ("B2", "B1"), ("B3", "B2"), ("B4", "B2")])
+    return overlay(tree, ["B1"], ["B3", "B4"])
+
+
+def chain6() -> nx.Graph:
+    """A chain of six brokers, publishers and subscribers at both ends and in the middle."""
+    tree = PrimaryTree.build([(f"C{i}", f"C{i - 1}" if i else None) for i in range(6)])
+    return overlay(tree, ["C0", "C5"], ["C0", "C2", "C5"])
+
+
+def tree13() -> nx.Graph:
+    """The complete tree of 13 brokers, fanout 3 (the §IX construction, small)."""
+    return overlay(complete_tree(13, 3), ["B0", "B5", "B12"], ["B4", "B7", "B9", "B12"])
+
+
+TOPOLOGIES: Final[Mapping[str, Callable[[], nx.Graph]]] = {
+    "dft-fig1": fig1,
+    "dft-chain6": chain6,
+    "dft-tree13": tree13,
+}
+
+
+def tree_of(graph: nx.Graph) -> PrimaryTree:
+    """The primary tree a DFT topology carries."""
+    return PrimaryTree.build(graph.graph["dft_joins"])
+
+
+@final
+class DFTBinding:
+    """DFT roles as the world drives them (see module doc)."""
+
+    def __init__(self, graph: nx.Graph, config: DFTConfig, policy: Any) -> None:
+        self.tree = tree_of(graph)
+        self.config = config
+        self.policy = policy
+        self.handle = handle
+        self.crash = crash
+        self.link_delay_us = 1_000
+        self.link_jitter_us = 200
+        self.status_period_us = 0  # the world reports failures and heals as they happen
+        self.min_repetition_us = 1  # no nacks in DFT
+
+    def initial_states(self) -> dict[str, Any]:
+        return {b: new_role(b, self.tree, self.config, self.policy) for b in self.tree.order}
+
+    def publish_input(self, event: PublishEvent) -> Publish:
+        return Publish(pubend=event.pubend, attributes=event.attributes, size=event.size)
+
+    def wire(self, msg: Any) -> DFTWire:
+        return wire(msg) or _OTHER
+
+    def logged(self, persist: Persist) -> tuple[str, int, Mapping[str, Any]] | None:
+        return None  # DFT logs no publications
+
+    def payload_attributes(self, payload: Any) -> Mapping[str, Any] | None:
+        return payload if isinstance(payload, Mapping) else None
+
+
+def make_binding(spec: Any, graph: nx.Graph, workload: Workload) -> DFTBinding:
+    """The binding of ``spec`` (a ``RunSpec``): its variant's policy, its config overrides.
+    The run's δ is written into ``graph.graph["dft_delta"]`` for the fault budget."""
+    try:
+        config = DFTConfig(**dict(spec.config))
+    except TypeError as exc:
+        fields = ", ".join(a.name for a in attrs.fields(DFTConfig))
+        raise RunSpecError(f"RunSpec.config: {exc}; allowed keys: {fields}") from exc
+    policy = resolve("dft", spec.variant, PAPER_POLICY, VARIANTS)
+    graph.graph["dft_delta"] = config.delta
+    return DFTBinding(graph, config, policy)
+
+
+def check_context(
+    graph: nx.Graph, workload: Workload, binding: Binding, matches: Callable[[str, Any], bool]
+) -> DFTContext:
+    """The DFT invariants' context: the tree, δ, the reference evaluator; publications
+    younger than 100 link delays at a heal are judged at the end instead."""
+    naive = getattr(getattr(binding, "policy", None), "forwarding", "dft") == "naive"
+    return DFTContext(
+        tree=tree_of(graph),
+        delta=int(graph.graph.get("dft_delta", 1)),
+        matches=matches,
+        grace=100 * binding.link_delay_us,
+        reports_acceptance=not naive,
+    )
+
+
+def within_budget(graph: nx.Graph, active: tuple[FaultEvent, ...]) -> bool:
+    """Is every (pubend host, subscriber host) pair within δ failures [DFT §II] under the
+    ``active`` faults?"""
+    crashed = {e.target for e in active if e.kind in ("crash", "stall_broker")}
+    failed = {
+        frozenset(e.target.split("|")) for e in active if e.kind in ("link_fail", "stall_link")
+    }
+    tree, delta = tree_of(graph), int(graph.graph.get("dft_delta", 1))
+    hosts = [h for _, h in graph.graph["pubends"]]
+    shbs = [n for n, d in graph.nodes(data=True) if d["role"] == "shb"]
+    return all(
+        pair_within_budget(tree, delta, crashed, failed, p, s)
+        for p in hosts
+        for s in shbs
+        if p != s
+    )
