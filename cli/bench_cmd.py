@@ -22,6 +22,7 @@ BENCHMARKS: dict[str, str] = {
     "sim": "gapless.benchmarks.sim",
     "campaign": "gapless.benchmarks.campaign",
     "zmq": "gapless.benchmarks.zmq",
+    "ges": "gapless.benchmarks.ges",
 }
 
 

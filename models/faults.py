@@ -30,7 +30,12 @@ Fault kinds (:data:`FAULT_KINDS`), each starting at ``at_us``:
 * ``disconnect`` — subscriber ``target`` disconnects and reconnects (a new connection)
   ``duration_us`` later;
 * ``partition`` — the nodes listed in ``target`` (comma separated) are cut from all others
-  for ``duration_us`` (every crossing link fails, then heals).
+  for ``duration_us`` (every crossing link fails, then heals);
+* ``fail`` (:data:`PERMANENT_KINDS`) — broker ``target`` crashes and never restarts [GES
+  "Reliable delivery": "a unit can fail and remain failed forever"]; ``duration_us`` later
+  the clients it hosted reconnect elsewhere when the protocol's binding lets them roam. It is
+  not one of :data:`FAULT_KINDS` (the kinds every protocol takes, and GD's), so no GD
+  schedule or swarm draws it; a protocol lists it in its own fault kinds.
 
 >>> s = generate(FaultProfile(rates=(("crash", 1.0),)), Targets(brokers=("b1",), links=(),
 ...     subscribers=()), duration_us=10_000_000, seed=7)
@@ -53,8 +58,10 @@ import cattrs
 from gapless.impl.errors import ProtocolMisuse
 
 __all__ = [
+    "ALL_FAULT_KINDS",
     "DEFAULT_RATES",
     "FAULT_KINDS",
+    "PERMANENT_KINDS",
     "FaultEvent",
     "FaultProfile",
     "FaultSchedule",
@@ -78,6 +85,12 @@ FAULT_KINDS: Final = (
     "disconnect",
     "partition",
 )
+
+PERMANENT_KINDS: Final = ("fail",)
+"""Faults that never heal (a broker that fails forever); only protocols that list them."""
+
+ALL_FAULT_KINDS: Final = FAULT_KINDS + PERMANENT_KINDS
+"""Every fault kind a schedule may hold."""
 
 # events per simulated second for each kind under the "swarm" profile
 DEFAULT_RATES: Final[dict[str, float]] = {
@@ -122,9 +135,9 @@ class FaultEvent:
     max_delay_us: int = 0
 
     def __attrs_post_init__(self) -> None:
-        if self.kind not in FAULT_KINDS:
+        if self.kind not in ALL_FAULT_KINDS:
             raise ProtocolMisuse(
-                f"FaultEvent: kind {self.kind!r} is unknown; allowed: {', '.join(FAULT_KINDS)}"
+                f"FaultEvent: kind {self.kind!r} is unknown; allowed: {', '.join(ALL_FAULT_KINDS)}"
             )
         if self.at_us < 0 or self.duration_us < 0 or self.stall_us < 0 or self.max_delay_us < 0:
             raise ProtocolMisuse(
@@ -175,9 +188,9 @@ class FaultProfile:
 
     def __attrs_post_init__(self) -> None:
         for kind, rate in self.rates:
-            if kind not in FAULT_KINDS:
+            if kind not in ALL_FAULT_KINDS:
                 raise ProtocolMisuse(
-                    f"FaultProfile: kind {kind!r} is unknown; allowed: {', '.join(FAULT_KINDS)}"
+                    f"FaultProfile: kind {kind!r} is unknown; allowed: {', '.join(ALL_FAULT_KINDS)}"
                 )
             if not rate >= 0:
                 raise ProtocolMisuse(f"FaultProfile: rate of {kind!r} must be >= 0, got {rate!r}")
@@ -215,7 +228,7 @@ def _event(
 ) -> FaultEvent | None:
     rng = random.Random(stream)
     dur = rng.randint(profile.min_duration_us, profile.max_duration_us)
-    if kind in ("crash", "stall_broker"):
+    if kind in ("crash", "stall_broker", "fail"):
         if not targets.brokers:
             return None
         target = rng.choice(targets.brokers)
@@ -275,6 +288,7 @@ def generate(
 
 _TARGET_KIND: Final = {
     "crash": "brokers",
+    "fail": "brokers",
     "stall_broker": "brokers",
     "partition": "brokers",
     "link_fail": "links",

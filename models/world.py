@@ -22,12 +22,18 @@ out in order:
 * ``Deliver``, ``DeliverCohort`` (one message to several subscribers: one record) and
   ``Rejected`` — recorded.
 
-Faults (:mod:`gapless.models.faults`) start and end as events. A crash replaces the state
+Faults (:mod:`gapless.models.faults`) start and end as events. A ``fail`` is a crash with no
+restart, ever (not even when everything is healed at ``duration_us``). A crash replaces the state
 with ``binding.crash(state)`` (soft state lost, the pubend's stable log kept), cancels timers
 and pending writes, ends the connections of the subscribers the broker hosts, and tells live
 neighbours ``LinkChanged(up=False)``; a restart feeds ``Restart``, then ``LinkChanged`` for
 each neighbour, then reconnects the hosted subscribers as *new* connections [GD §2.3]. Links
 also report their status periodically (``status_period_us``).
+
+Roaming: a binding with the optional hook ``roam(subscriber, connection, alive) -> broker``
+chooses the broker each (re)connection of a subscriber attaches to, among the brokers alive
+then (``alive``, sorted); the world keeps each subscriber's current broker in
+:attr:`World.host`. Without the hook a subscriber always attaches to its workload SHB.
 
 At ``duration_us`` every fault still active is healed, publishing has stopped, and the
 network drains for ``drain_us``; then the liveness invariants are judged.
@@ -184,6 +190,13 @@ class World:
         self.conn: dict[str, int] = {}
         self.connected: dict[str, bool] = {}
         self.sub_faults: dict[str, int] = {}
+        self.host: dict[str, str] = {name: s.shb for name, s in self.subs.items()}
+        """Each subscriber's current broker (its SHB unless the binding lets it roam)."""
+        self.failed: set[str] = set()
+        """Brokers that failed forever (``fail`` faults): never restarted."""
+        self._roam: Callable[[str, int, tuple[str, ...]], str] | None = getattr(
+            binding, "roam", None
+        )
         self.active: dict[int, bool] = {}
         self.delay = link_delay_us
         self.jitter = link_jitter_us
@@ -345,7 +358,7 @@ class World:
         for nb in node.neighbours:
             self.links[link_name(name, nb)].epoch += 1
         for sub in sorted(self.subs):
-            if self.subs[sub].shb == name and self.connected.get(sub):
+            if self.host[sub] == name and self.connected.get(sub):
                 self.connected[sub] = False
                 self._rec(name, "disconnect", Disconnect(subscriber=sub))
         for nb in ups:
@@ -355,7 +368,7 @@ class World:
 
     def _restart(self, name: str) -> None:
         node = self.nodes[name]
-        if node.alive:
+        if node.alive or name in self.failed:
             return
         node.alive = True
         self._input(node, Restart())
@@ -365,32 +378,38 @@ class World:
             if up:
                 self._input(self.nodes[nb], LinkChanged(neighbour=name, up=True))
         for sub in sorted(self.subs):
-            if self.subs[sub].shb == name and not self.sub_faults.get(sub):
+            if self.host[sub] == name and not self.sub_faults.get(sub):
                 self._connect(sub)
 
     def _connect(self, sub: str) -> None:
         s = self.subs[sub]
-        node = self.nodes[s.shb]
-        if not node.alive or self.connected.get(sub):
+        if self.connected.get(sub):
             return
         n = self.conn.get(sub, -1) + 1
+        if self._roam is not None:
+            alive = tuple(name for name in sorted(self.nodes) if self.nodes[name].alive)
+            if not alive:
+                return
+            self.host[sub] = self._roam(sub, n, alive)
+        node = self.nodes[self.host[sub]]
+        if not node.alive:
+            return
         self.conn[sub] = n
         self.connected[sub] = True
         resume = None
         if self._resume_token is not None:
             resume = self._resume_token(sub, dict(sorted(self.consumed.get(sub, {}).items())))
         inp = Connect(subscriber=sub, filter=s.filter, connection=n, resume=resume)
-        self._rec(s.shb, "connect", inp)
+        self._rec(node.name, "connect", inp)
         self._input(node, inp)
 
     def _disconnect(self, sub: str) -> None:
-        s = self.subs[sub]
         if not self.connected.get(sub):
             return
         self.connected[sub] = False
         inp = Disconnect(subscriber=sub)
-        self._rec(s.shb, "disconnect", inp)
-        node = self.nodes[s.shb]
+        self._rec(self.host[sub], "disconnect", inp)
+        node = self.nodes[self.host[sub]]
         if node.alive:
             self._input(node, inp)
 
@@ -407,13 +426,21 @@ class World:
             self.active[index] = True
         elif not self.active.get(index):
             return
-        where = self.subs[tgt].shb if k == "disconnect" else tgt.split("|")[0].split(",")[0]
+        where = self.host[tgt] if k == "disconnect" else tgt.split("|")[0].split(",")[0]
         self._rec(where, "fault", Fault(kind=k, target=tgt, phase=phase))
         if k == "crash":
             if phase == "start":
                 self._crash(tgt)
             else:
                 self._restart(tgt)
+        elif k == "fail":
+            if phase == "start":
+                self.failed.add(tgt)
+                self._crash(tgt)
+            else:  # its clients reconnect elsewhere (when they may roam); it stays failed
+                for sub in sorted(self.subs):
+                    if self.host[sub] == tgt and not self.sub_faults.get(sub):
+                        self._connect(sub)
         elif k == "stall_broker":
             node = self.nodes[tgt]
             if phase == "start":
@@ -453,7 +480,7 @@ class World:
             for ln in self._crossing(tgt):
                 (self._link_down if phase == "start" else self._link_heal)(ln)
         if phase == "end":
-            self.active[index] = False
+            self.active[index] = k == "fail"  # a broker that failed forever stays failed
         elif phase == "fail":
             self.active[index] = True
         if self.fault_hook is not None:
@@ -472,7 +499,7 @@ class World:
     # ---------------------------------------------------------------- main loop
 
     def _validate_event(self, ev: FaultEvent) -> None:
-        if ev.kind in ("crash", "stall_broker") and ev.target not in self.nodes:
+        if ev.kind in ("crash", "stall_broker", "fail") and ev.target not in self.nodes:
             raise ProtocolMisuse(f"World: fault {ev.kind} targets unknown broker {ev.target!r}")
         if ev.kind in ("link_fail", "stall_link", "drop", "duplicate", "reorder") and (
             ev.target not in self.links

@@ -33,6 +33,7 @@ from typing import Any, Final, final
 import attrs
 
 from gapless.impl.errors import GaplessError
+from gapless.models.protocols import PROTOCOLS
 from gapless.spark_fuzz.backend import BACKENDS, BackendError, load_backend
 
 __all__ = [
@@ -316,7 +317,7 @@ def load_config(
         protocol=data.get("protocol", "gd"),
         backend=data.get("backend"),
         variant=data.get("variant", "none"),
-        topology=data.get("topology", "fig3"),
+        topology=data.get("topology") or _default_topology(data.get("protocol", "gd")),
         workload=dict(sorted(workload.items())),
         fault_profile=profile,
         fault_rates={k: float(v) for k, v in sorted(rates.items())},
@@ -337,6 +338,13 @@ def load_config(
     if check_backend:
         check_against_backend(config, where)
     return config
+
+
+def _default_topology(protocol_name: Any) -> str:
+    """The registered protocol's default topology (``fig3`` for GD and for a name the
+    registry does not know: the backend check names what is allowed)."""
+    entry = PROTOCOLS.get(protocol_name) if isinstance(protocol_name, str) else None
+    return entry.default_topology if entry is not None else "fig3"
 
 
 def check_against_backend(config: CampaignConfig, where: str = "campaign config") -> None:

@@ -1,0 +1,62 @@
+"""GES configuration and the static network every node starts from [GES "The broker
+organization", "Stable storages"].
+
+Theory of operation
+-------------------
+:class:`Network` is what the organisation of the broker network tells every node: the
+hierarchy (addresses, links), which nodes host clients, which nodes host the system stable
+storages, and which storage serves each node (the storage of its top-level unit: the
+replication granularity of ``spec/ges.md``). :class:`GESConfig` holds the timing: how often a
+node retransmits what is unconfirmed (``retry_us``) and how long a stable-storage write takes
+(``write_delay_us``; one delay for every write, so a node's writes complete in the order they
+were asked for).
+"""
+
+from __future__ import annotations
+
+from typing import final
+
+import attrs
+from pyrsistent import PMap
+
+from gapless.impl.errors import ProtocolMisuse
+from gapless.impl.ges.addressing import Hierarchy
+
+__all__ = ["GESConfig", "Network"]
+
+
+@final
+@attrs.frozen(kw_only=True)
+class GESConfig:
+    """Timing (see module doc)."""
+
+    retry_us: int = 300_000
+    write_delay_us: int = 2_000
+
+    def __attrs_post_init__(self) -> None:
+        if self.retry_us <= 0 or self.write_delay_us < 0:
+            raise ProtocolMisuse(
+                f"GESConfig: need retry_us > 0 and write_delay_us >= 0; got {self.retry_us}, "
+                f"{self.write_delay_us}"
+            )
+
+
+@final
+@attrs.frozen(kw_only=True, cache_hash=True)
+class Network:
+    """The static network (see module doc)."""
+
+    hierarchy: Hierarchy
+    storages: tuple[str, ...]
+    storage_of: PMap[str, str]
+    brokers: tuple[str, ...]
+
+    def __attrs_post_init__(self) -> None:
+        nodes = self.hierarchy.nodes
+        bad = [s for s in (*self.storages, *self.storage_of.values()) if s not in nodes]
+        missing = [n for n in nodes if n not in self.storage_of]
+        if bad or missing or set(self.storage_of.values()) - set(self.storages):
+            raise ProtocolMisuse(
+                f"Network: storages must be nodes and serve every node; unknown {bad}, "
+                f"unserved {missing}"
+            )

@@ -1,0 +1,192 @@
+"""GES messages on the wire and their summary [GES "Routing events", "Recovering clients"].
+
+Theory of operation
+-------------------
+Every message but :class:`EventMsg` travels to one node (``dest``) hop by hop inside a
+:class:`Routed` envelope that records the nodes it has visited (so a route never loops);
+:class:`EventMsg` carries its own destination list and is split at each hop by next hop, so
+one copy crosses each link toward the destinations behind it [GES "Routing events"].
+
+* :class:`Store` — a publisher's node hands its storage the ``seq``-th event of a pubend;
+  :class:`Stored` — the storage logged it (the node stops retransmitting).
+* :class:`EventMsg` — a stored event on its way to the destination nodes, with, per target
+  client at those nodes, the epoch of the previous event destined to it.
+* :class:`Confirm` — a node delivered ``epoch`` to ``client`` (predicate count decrement).
+* :class:`LinkNews` — links that went down or up, flooded to every node.
+* :class:`Handoff` — a client (re)connected at ``broker`` presenting ``presented`` for this
+  storage, with its profile; :class:`HandoffAck` — the storage's cut and recovery queue.
+
+:class:`GesWire` is the protocol's own summary of a message (the registry entry's
+``wire_schema``): the invariants read sends only through it.
+"""
+
+from __future__ import annotations
+
+from typing import Any, final
+
+import attrs
+from pyrsistent import PMap
+
+from gapless.impl.ges.storage import Queued
+
+__all__ = [
+    "Confirm",
+    "EventMsg",
+    "GesWire",
+    "Handoff",
+    "HandoffAck",
+    "LinkNews",
+    "Routed",
+    "Store",
+    "Stored",
+    "wire",
+]
+
+
+@final
+@attrs.frozen(kw_only=True)
+class Store:
+    storage: str
+    origin: str
+    pubend: str
+    seq: int
+    attributes: PMap[str, Any]
+
+
+@final
+@attrs.frozen(kw_only=True)
+class Stored:
+    storage: str
+    pubend: str
+    seq: int
+
+
+@final
+@attrs.frozen(kw_only=True)
+class Confirm:
+    storage: str
+    epoch: int
+    client: str
+
+
+@final
+@attrs.frozen(kw_only=True)
+class Handoff:
+    storage: str
+    client: str
+    connection: int
+    broker: str
+    presented: int | None
+    profile: str
+
+
+@final
+@attrs.frozen(kw_only=True)
+class HandoffAck:
+    storage: str
+    client: str
+    connection: int
+    effective: int
+    cut: int
+    fresh: bool
+    queue: tuple[Queued, ...]
+
+
+@final
+@attrs.frozen(kw_only=True)
+class Routed:
+    """``body`` on its way to node ``dest``; ``visited``: the nodes it has been at."""
+
+    dest: str
+    visited: frozenset[str]
+    body: Store | Stored | Confirm | Handoff | HandoffAck
+
+
+@final
+@attrs.frozen(kw_only=True)
+class EventMsg:
+    """Stored event ``epoch`` of ``storage`` toward ``dests``; ``targets`` are
+    ``(client, node, prev)`` for the clients at those nodes."""
+
+    storage: str
+    epoch: int
+    pubend: str
+    attributes: PMap[str, Any]
+    targets: tuple[tuple[str, str, int], ...]
+    dests: tuple[str, ...]
+    visited: frozenset[str]
+
+
+@final
+@attrs.frozen(kw_only=True)
+class LinkNews:
+    """Links that went down or up: ``(link, version, up)`` entries
+    (:mod:`gapless.impl.ges.linkstate`)."""
+
+    entries: tuple[tuple[tuple[str, str], tuple[int, int, str], bool], ...]
+
+
+@final
+@attrs.frozen(kw_only=True)
+class GesWire:
+    """What a GES message says, for the invariants: ``kind`` (store, stored, event,
+    confirm, handoff, handoff_ack), the ``storage`` it concerns, the ``epoch`` (event,
+    confirm), ``pubend``, ``client``, ``connection``, the event's destination nodes
+    (``dests``), a handoff's ``presented`` epoch, an ack's ``effective`` epoch and ``cut``,
+    whether it registered a new client (``fresh``) and the epochs of its recovery ``queue``."""
+
+    kind: str
+    storage: str = ""
+    epoch: int | None = None
+    pubend: str = ""
+    client: str = ""
+    connection: int | None = None
+    dests: tuple[str, ...] = ()
+    presented: int | None = None
+    effective: int | None = None
+    cut: int | None = None
+    fresh: bool = False
+    queue: tuple[int, ...] = ()
+
+
+def _body(b: Any) -> GesWire:
+    t = type(b)
+    if t is Store:
+        return GesWire(kind="store", storage=b.storage, pubend=b.pubend, epoch=b.seq)
+    if t is Stored:
+        return GesWire(kind="stored", storage=b.storage, pubend=b.pubend, epoch=b.seq)
+    if t is Confirm:
+        return GesWire(kind="confirm", storage=b.storage, epoch=b.epoch, client=b.client)
+    if t is Handoff:
+        return GesWire(
+            kind="handoff",
+            storage=b.storage,
+            client=b.client,
+            connection=b.connection,
+            presented=b.presented,
+        )
+    if t is HandoffAck:
+        return GesWire(
+            kind="handoff_ack",
+            storage=b.storage,
+            client=b.client,
+            connection=b.connection,
+            effective=b.effective,
+            cut=b.cut,
+            fresh=b.fresh,
+            queue=tuple(q.epoch for q in b.queue),
+        )
+    return GesWire(kind="other")
+
+
+def wire(msg: Any) -> GesWire:
+    """The summary of ``msg`` (``kind="other"`` for anything that is not GES's)."""
+    if type(msg) is EventMsg:
+        return GesWire(
+            kind="event", storage=msg.storage, epoch=msg.epoch, pubend=msg.pubend, dests=msg.dests
+        )
+    if type(msg) is Routed:
+        return _body(msg.body)
+    if type(msg) is LinkNews:
+        return GesWire(kind="link_news")
+    return GesWire(kind="other")

@@ -1,0 +1,450 @@
+"""The GES node role: publisher side, stable storage, routing, client sessions
+[GES "Routing events", "Stable storages", "Epochs", "Recovering clients"].
+
+Theory of operation
+-------------------
+Every broker node runs this one role; a node that hosts a system stable storage also runs
+the storage's rules (:mod:`gapless.impl.ges.storage`) on its ``store``. Handlers follow the
+sans-IO contract: ``on_<input>(state, input, now) -> (state, effects)``; an ignored input
+returns the same state and ``()``.
+
+* **Publishing.** A client publishes at its node; the node writes the event to its durable
+  outbox (``outbox`` record), then sends it as :class:`~gapless.impl.ges.messages.Store` to
+  the storage of its unit and retransmits it every ``retry_us`` until the storage answers
+  ``Stored``. Storages accept each publisher's events in sequence only, so the epochs they
+  give are in publisher order.
+* **Storing.** The storage gives the event its epoch and destination list, writes it (``log``
+  record) and only once the write completed routes it toward the destination nodes, never
+  elsewhere [GES: "events are routed only to those parts of the system where there are
+  clients, which are interested in the receipt of those events"]. It retransmits every
+  event still pending to the nodes its pending targets are attached to.
+* **Routing.** Each hop sends one copy per next hop, chosen on the node's connectivity graph
+  (:mod:`gapless.impl.ges.connectivity`), avoiding the links it suspects or hears are down
+  (:mod:`gapless.impl.ges.linkstate`) and the nodes the message has visited.
+* **Sessions.** A client (re)connecting with a resume token — per storage, the epoch of the
+  last event it received — makes its node send every storage a ``Handoff``; each storage
+  answers with its cut and recovery queue. Per storage, the node delivers the queue, then
+  the live events, each only when its predecessor (``prev``) is the last delivered: gapless,
+  in order, never twice; an event at or below the last delivered is a duplicate, confirmed
+  again but not delivered. Every delivery is confirmed to its storage.
+* **Crash.** A node keeps exactly its completed writes (``disk``): the outbox, and for a
+  storage its logs, registrations and releases, from which the storage is rebuilt
+  (:func:`gapless.impl.ges.storage.recover`). Sessions, suspicions and in-flight writes are
+  lost; clients reconnect and present their tokens.
+"""
+
+from __future__ import annotations
+
+from typing import Any, final
+
+import attrs
+from pyrsistent import PMap, pmap
+
+from gapless.impl.effects import Deliver, Effect, Persist, Send
+from gapless.impl.ges.config import GESConfig, Network
+from gapless.impl.ges.linkstate import News
+from gapless.impl.ges.messages import (
+    Confirm,
+    EventMsg,
+    Handoff,
+    HandoffAck,
+    Routed,
+    Store,
+    Stored,
+)
+from gapless.impl.ges.policy import GESPolicy
+from gapless.impl.ges.session import Session, offer, start_session
+from gapless.impl.ges.storage import (
+    ClientRecord,
+    StorageState,
+    StoredEvent,
+    confirm,
+    edge_counts,
+    handoff,
+    recover,
+    recovery_queue,
+    store,
+)
+
+__all__ = [
+    "NodeState",
+    "Registration",
+    "Release",
+    "connect",
+    "crash",
+    "event_msg",
+    "forward_event",
+    "handoffs",
+    "initial_state",
+    "on_body",
+    "on_written",
+    "route",
+    "write",
+]
+
+Effects = tuple[Effect, ...]
+TICK = ("ges", "tick")
+
+
+@final
+@attrs.frozen(kw_only=True)
+class Release:
+    """A ``release`` record: ``epoch`` left storage ``storage`` with predicate count
+    ``remaining``; ``targets`` are the clients it was destined to."""
+
+    storage: str
+    epoch: int
+    remaining: int
+    targets: tuple[str, ...]
+
+
+@final
+@attrs.frozen(kw_only=True)
+class Registration:
+    """A ``registration`` record: the client's new record at ``storage``; ``counts`` the
+    profile graph's reference counts along its profile's edges at its new node and
+    ``old_counts`` at the node it left (``(depth, count)`` pairs)."""
+
+    storage: str
+    client: str
+    record: ClientRecord
+    counts: tuple[tuple[int, int], ...]
+    old_broker: str
+    old_counts: tuple[tuple[int, int], ...]
+
+
+@final
+@attrs.frozen(kw_only=True)
+class NodeState:
+    """One node (see module doc)."""
+
+    name: str
+    net: Network
+    config: GESConfig
+    policy: GESPolicy
+    suspected: frozenset[tuple[str, str]] = frozenset()
+    news: News = attrs.field(factory=pmap)
+    reports: int = 0
+    avoid: frozenset[tuple[str, str]] = frozenset()
+    sessions: PMap[str, Session] = attrs.field(factory=pmap)
+    pub_next: PMap[str, int] = attrs.field(factory=pmap)
+    outbox: PMap[tuple[str, int], Store] = attrs.field(factory=pmap)
+    store: StorageState | None = None
+    disk: PMap[Any, Any] = attrs.field(factory=pmap)
+    writes: PMap[Any, Any] = attrs.field(factory=pmap)
+    sent_at: PMap[int, int] = attrs.field(factory=pmap)
+
+
+def initial_state(name: str, net: Network, config: GESConfig, policy: GESPolicy) -> NodeState:
+    """A node at boot: a storage node starts its (empty) storage."""
+    st = StorageState(name=name) if name in net.storages else None
+    return NodeState(name=name, net=net, config=config, policy=policy, store=st)
+
+
+def crash(s: NodeState) -> NodeState:
+    """The node after a crash: only its completed writes survive (see module doc)."""
+    outbox = {(k[1], k[2]): v for k, v in s.disk.items() if k[0] == "outbox"}
+    pub_next: dict[str, int] = {}
+    for pubend, seq in outbox:
+        pub_next[pubend] = max(pub_next.get(pubend, 0), seq + 1)
+    st = None
+    if s.store is not None:
+        logs = {k[2]: v[0] for k, v in s.disk.items() if k[0] == "log"}
+        released = {k[2] for k in s.disk if k[0] == "release"}
+        records = {k[2]: v.record for k, v in s.disk.items() if k[0] == "client"}
+        st = recover(s.name, logs, released, records)
+    return NodeState(
+        name=s.name,
+        net=s.net,
+        config=s.config,
+        policy=s.policy,
+        pub_next=pmap(pub_next),
+        outbox=pmap(outbox),
+        store=st,
+        disk=s.disk,
+    )
+
+
+def write(s: NodeState, key: Any, value: Any) -> tuple[NodeState, Persist]:
+    """Ask for the durable write ``key`` = ``value`` (completed by ``on_written``)."""
+    s = attrs.evolve(s, writes=s.writes.set(key, value))
+    return s, Persist(key=key, value=value, delay=s.config.write_delay_us)
+
+
+# ------------------------------------------------------------------ routing
+
+
+def route(
+    s: NodeState, dest: str, body: Any, visited: frozenset[str], now: int
+) -> tuple[NodeState, Effects]:
+    """Send ``body`` toward node ``dest`` (handled here when ``dest`` is this node)."""
+    if dest == s.name:
+        return on_body(s, body, now)
+    seen = visited | {s.name}
+    hop = s.policy.route(s.net.hierarchy, s.name, dest, s.avoid, seen)
+    if hop is None:
+        return s, ()  # unreachable now: the sender retransmits
+    return s, (Send(to=hop, msg=Routed(dest=dest, visited=seen, body=body)),)
+
+
+def forward_event(s: NodeState, msg: EventMsg, now: int) -> tuple[NodeState, Effects]:
+    """Deliver ``msg`` to this node's sessions if it is a destination, and send one copy
+    per next hop toward the other destinations."""
+    effects: list[Effect] = []
+    if s.name in msg.dests:
+        s, effs = deliver_local(s, msg, now)
+        effects.extend(effs)
+    seen = msg.visited | {s.name}
+    groups: dict[str, list[str]] = {}
+    for d in msg.dests:
+        if d == s.name:
+            continue
+        hop = s.policy.route(s.net.hierarchy, s.name, d, s.avoid, seen)
+        if hop is not None:
+            groups.setdefault(hop, []).append(d)
+    for hop, dests in sorted(groups.items()):
+        ds = set(dests)
+        copy = attrs.evolve(
+            msg,
+            dests=tuple(dests),
+            targets=tuple(t for t in msg.targets if t[1] in ds),
+            visited=seen,
+        )
+        effects.append(Send(to=hop, msg=copy))
+    return s, tuple(effects)
+
+
+# ------------------------------------------------------------------ sessions
+
+
+def deliver_local(s: NodeState, msg: EventMsg, now: int) -> tuple[NodeState, Effects]:
+    """Offer ``msg`` to each local session it targets."""
+    effects: list[Effect] = []
+    for client, node, prev in msg.targets:
+        if node != s.name:
+            continue
+        s, effs = _offer(s, client, msg.storage, msg.epoch, prev, msg.pubend, msg.attributes, now)
+        effects.extend(effs)
+    return s, tuple(effects)
+
+
+def _offer(
+    s: NodeState,
+    client: str,
+    storage: str,
+    epoch: int,
+    prev: int,
+    pubend: str,
+    attributes: PMap[str, Any],
+    now: int,
+) -> tuple[NodeState, Effects]:
+    sess = s.sessions.get(client)
+    if sess is None:
+        return s, ()  # not connected here: the storage keeps it for the client's recovery
+    sess, out = offer(sess, storage, epoch, prev, pubend, attributes, s.policy)
+    return _emit(attrs.evolve(s, sessions=s.sessions.set(client, sess)), sess, storage, out, now)
+
+
+def _emit(
+    s: NodeState, sess: Session, storage: str, out: tuple[tuple[str, int, str, Any], ...], now: int
+) -> tuple[NodeState, Effects]:
+    """Deliveries and confirmations of what :func:`offer` decided."""
+    effects: list[Effect] = []
+    for what, epoch, pubend, attributes in out:
+        if what == "deliver":
+            effects.append(
+                Deliver(
+                    subscriber=sess.client,
+                    pubend=pubend,
+                    tick=epoch,
+                    payload=attributes,
+                    connection=sess.connection,
+                )
+            )
+        conf = Confirm(storage=storage, epoch=epoch, client=sess.client)
+        s, effs = route(s, storage, conf, frozenset(), now)
+        effects.extend(effs)
+    return s, tuple(effects)
+
+
+def on_ack(s: NodeState, ack: HandoffAck, now: int) -> tuple[NodeState, Effects]:
+    """A storage's answer to this node's handoff: deliver its recovery queue, then what
+    arrived live meanwhile."""
+    sess = s.sessions.get(ack.client)
+    if sess is None or sess.connection != ack.connection or ack.storage in sess.last:
+        return s, ()
+    sess = attrs.evolve(sess, last=sess.last.set(ack.storage, ack.effective))
+    effects: list[Effect] = []
+    for q in ack.queue:
+        sess, out = offer(sess, ack.storage, q.epoch, q.prev, q.pubend, q.attributes, s.policy)
+        s, effs = _emit(s, sess, ack.storage, out, now)
+        effects.extend(effs)
+    sess, out = offer(sess, ack.storage, None, None, "", pmap(), s.policy)
+    s = attrs.evolve(s, sessions=s.sessions.set(ack.client, sess))
+    s, effs = _emit(s, sess, ack.storage, out, now)
+    return attrs.evolve(s, sessions=s.sessions.set(ack.client, sess)), (*effects, *effs)
+
+
+def handoffs(s: NodeState, sess: Session, now: int) -> tuple[NodeState, Effects]:
+    """(Re)send a ``Handoff`` to every storage that has not answered ``sess``'s connection."""
+    effects: list[Effect] = []
+    for storage in s.net.storages:
+        if storage in sess.last:
+            continue
+        h = Handoff(
+            storage=storage,
+            client=sess.client,
+            connection=sess.connection,
+            broker=s.name,
+            presented=sess.presented.get(storage),
+            profile=sess.profile,
+        )
+        s, effs = route(s, storage, h, frozenset(), now)
+        effects.extend(effs)
+    return s, tuple(effects)
+
+
+def connect(
+    s: NodeState, client: str, profile: str, connection: int, resume: Any, now: int
+) -> tuple[NodeState, Effects]:
+    """A client attaches here, presenting ``resume`` (storage -> epoch pairs, or None)."""
+    sess = start_session(client, profile, connection, resume)
+    s = attrs.evolve(s, sessions=s.sessions.set(client, sess))
+    return handoffs(s, sess, now)
+
+
+# ------------------------------------------------------------------ storage side
+
+
+def on_body(s: NodeState, body: Any, now: int) -> tuple[NodeState, Effects]:
+    """A routed message addressed to this node."""
+    t = type(body)
+    if t is HandoffAck:
+        return on_ack(s, body, now)
+    if t is Stored:
+        key = (body.pubend, body.seq)
+        if key not in s.outbox:
+            return s, ()
+        return attrs.evolve(s, outbox=s.outbox.remove(key)), ()
+    st = s.store
+    if st is None or body.storage != s.name:
+        return s, ()
+    if t is Store:
+        return _on_store(s, st, body, now)
+    if t is Confirm:
+        st2, gone = confirm(st, body.epoch, body.client, s.policy)
+        s = attrs.evolve(s, store=st2)
+        return _releases(s, (gone,) if gone is not None else ())
+    if t is Handoff:
+        return _on_handoff(s, st, body, now)
+    return s, ()
+
+
+def _on_store(s: NodeState, st: StorageState, body: Store, now: int) -> tuple[NodeState, Effects]:
+    st2, ev = store(st, body.pubend, body.seq, body.attributes, s.net.brokers, s.policy)
+    if ev is None:
+        if body.seq < st.next_seq.get(body.pubend, 0):  # a duplicate: it is logged
+            ack = Stored(storage=s.name, pubend=body.pubend, seq=body.seq)
+            return route(s, body.origin, ack, frozenset(), now)
+        return s, ()
+    s = attrs.evolve(s, store=st2)
+    s, p = write(s, ("log", s.name, ev.epoch), (ev, body.origin))
+    return s, (p,)
+
+
+def _releases(s: NodeState, gone: tuple[StoredEvent, ...]) -> tuple[NodeState, Effects]:
+    effects: list[Effect] = []
+    for ev in gone:
+        rel = Release(
+            storage=s.name,
+            epoch=ev.epoch,
+            remaining=ev.remaining,
+            targets=tuple(sorted(ev.targets)),
+        )
+        s, p = write(s, ("release", s.name, ev.epoch), rel)
+        effects.append(p)
+    return s, tuple(effects)
+
+
+def _on_handoff(s: NodeState, st: StorageState, h: Handoff, now: int) -> tuple[NodeState, Effects]:
+    old = st.clients.get(h.client)
+    st2, rec, gone = handoff(st, h.client, h.connection, h.broker, h.presented, h.profile, s.policy)
+    if rec is None:
+        done = s.disk.get(("client", s.name, h.client))
+        if old is not None and done is not None and done.record.connection == h.connection:
+            fresh = not done.old_broker
+            return route(s, h.broker, _ack(st, h.client, old, fresh=fresh), frozenset(), now)
+        return s, ()
+    s = attrs.evolve(s, store=st2)
+    reg = Registration(
+        storage=s.name,
+        client=h.client,
+        record=rec,
+        counts=edge_counts(st2, rec.profile, rec.broker),
+        old_broker=old.broker if old is not None else "",
+        old_counts=edge_counts(st2, old.profile, old.broker) if old is not None else (),
+    )
+    s, effs = _releases(s, gone)
+    s, p = write(s, ("client", s.name, h.client), reg)
+    return s, (*effs, p)
+
+
+def _ack(st: StorageState, client: str, rec: ClientRecord, *, fresh: bool) -> HandoffAck:
+    return HandoffAck(
+        storage=st.name,
+        client=client,
+        connection=rec.connection,
+        effective=rec.confirmed,
+        cut=rec.cut,
+        fresh=fresh,
+        queue=recovery_queue(st, client, rec.confirmed, rec.cut),
+    )
+
+
+def event_msg(s: NodeState, ev: StoredEvent) -> EventMsg:
+    """The message that carries stored event ``ev`` toward its pending targets."""
+    st = s.store
+    assert st is not None
+    targets = tuple(
+        (c, st.clients[c].broker, ev.targets[c]) for c in sorted(ev.pending) if c in st.clients
+    )
+    first = len(ev.pending) == len(ev.targets)  # nobody confirmed yet: the whole list
+    dests = tuple(sorted({t[1] for t in targets} | (set(ev.dests) if first else set())))
+    return EventMsg(
+        storage=s.name,
+        epoch=ev.epoch,
+        pubend=ev.pubend,
+        attributes=ev.attributes,
+        targets=targets,
+        dests=dests,
+        visited=frozenset(),
+    )
+
+
+def on_written(s: NodeState, key: Any, now: int) -> tuple[NodeState, Effects]:
+    """A durable write completed: it joins ``disk``; what waited for it goes out."""
+    if key not in s.writes:
+        return s, ()
+    value = s.writes[key]
+    s = attrs.evolve(s, writes=s.writes.remove(key), disk=s.disk.set(key, value))
+    kind = key[0]
+    if kind == "outbox":
+        return route(s, value.storage, value, frozenset(), now)
+    if kind == "log":
+        ev, origin = value
+        s, effs = route(
+            s, origin, Stored(storage=s.name, pubend=ev.pubend, seq=ev.seq), frozenset(), now
+        )
+        if not ev.targets:
+            return s, effs
+        s = attrs.evolve(s, sent_at=s.sent_at.set(ev.epoch, now))
+        s, more = forward_event(s, event_msg(s, ev), now)
+        return s, (*effs, *more)
+    if kind == "client" and s.store is not None:
+        reg: Registration = value
+        rec = s.store.clients.get(reg.client)
+        if rec is None or rec.connection != reg.record.connection:
+            return s, ()
+        ack = _ack(s.store, reg.client, rec, fresh=not reg.old_broker)
+        return route(s, rec.broker, ack, frozenset(), now)
+    return s, ()

@@ -1,0 +1,85 @@
+"""GESPolicy: the GES roles' rules as one frozen record of functions; PAPER_POLICY is the paper.
+
+Theory of operation
+-------------------
+Each place where an implementer of GES takes a decision the paper (or our design of what it
+defers, ``spec/ges.md``) specifies is a field of :class:`GESPolicy`; the roles call the field
+and never test a policy's name. Planted bugs (:mod:`gapless.impl.ges.variants`) are other
+values of it. Every function is module-level, so a policy pickles by reference.
+
+* ``effective_epoch(presented, start, cut)`` [GES "Epochs"]: the epoch a reconnecting client's
+  recovery queue starts after — the one it presents (its last received event's), or the epoch
+  it registered at when it has received nothing from that storage.
+* ``decrement(remaining)`` [GES "Stable storages"]: the predicate count left after one
+  destination confirms receipt.
+* ``route`` [GES "Routing events"]: the next hop toward a destination
+  (:func:`gapless.impl.ges.connectivity.next_hop`: cheapest path avoiding suspected links).
+* ``unregister(graph, profile, dest)`` [GES "Profiles and the profile graph"]: the profile
+  graph without one profile of ``dest`` (decrementing the per-edge reference counts).
+* ``in_sequence(prev, last)``: an event whose predecessor for this client is ``prev`` may be
+  delivered after ``last`` (the per-client chain of ``spec/ges.md``).
+* ``destinations(graph, attributes, brokers)`` [GES "The problem of event delivery"]: the
+  brokers an event is routed toward — those with an interested client, never all of them.
+
+>>> PAPER_POLICY.effective_epoch(None, 3, 9), PAPER_POLICY.effective_epoch(7, 3, 9)
+(3, 7)
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from typing import Any, Final, final
+
+import attrs
+
+from gapless.impl.ges.connectivity import RouteRule, next_hop
+from gapless.impl.ges.profiles import ProfileGraph
+
+__all__ = ["PAPER_POLICY", "GESPolicy"]
+
+
+def presented_epoch(presented: int | None, start: int, cut: int) -> int:
+    """The paper's rule: the epoch the client presents, else its registration epoch."""
+    return start if presented is None else presented
+
+
+def decrement_once(remaining: int) -> int:
+    """One confirmation decrements the predicate count by one."""
+    return remaining - 1
+
+
+def unregister_counted(graph: ProfileGraph, profile: str, dest: str) -> ProfileGraph:
+    """Decrement the reference counts along the profile's edges."""
+    return graph.remove(profile, dest)
+
+
+def chained(prev: int, last: int) -> bool:
+    """Deliver only the event whose predecessor is the last one delivered."""
+    return prev == last
+
+
+def interested(
+    graph: ProfileGraph, attributes: Mapping[str, Any], brokers: tuple[str, ...]
+) -> tuple[str, ...]:
+    """The destinations the profile graph computes for the event."""
+    return graph.destinations(attributes)
+
+
+@final
+@attrs.frozen(kw_only=True)
+class GESPolicy:
+    """The rules (see module doc)."""
+
+    name: str
+    effective_epoch: Callable[[int | None, int, int], int] = presented_epoch
+    decrement: Callable[[int], int] = decrement_once
+    route: RouteRule = next_hop
+    unregister: Callable[[ProfileGraph, str, str], ProfileGraph] = unregister_counted
+    in_sequence: Callable[[int, int], bool] = chained
+    destinations: Callable[[ProfileGraph, Mapping[str, Any], tuple[str, ...]], tuple[str, ...]] = (
+        interested
+    )
+
+
+PAPER_POLICY: Final = GESPolicy(name="paper")
+"""The paper's rules."""

@@ -1,0 +1,197 @@
+"""The GES node's inputs, one handler each, and the dispatcher the world calls
+[GES "Routing events", "Stable storages", "Recovering clients"].
+
+Theory of operation
+-------------------
+``handle(state, input, now)`` picks ``on_<input>`` by the input's type (a table, not a chain
+of tests). What each handler does is in :mod:`gapless.impl.ges.node`'s theory of operation;
+here are the inputs:
+
+* ``Restart`` — boot or restart: arm the retransmission tick;
+* ``Publish`` — a client publishes here: write the event to the outbox;
+* ``Persisted`` — a write completed (:func:`~gapless.impl.ges.node.on_written`);
+* ``Receive`` — a routed message (forwarded, or handled when addressed here) or an event;
+* ``Connect`` / ``Disconnect`` — a client attaches (with its resume token) or leaves;
+* ``LinkChanged`` — a link is suspected (down) or trusted again (up), and the news flooded
+  (:mod:`gapless.impl.ges.linkstate`); ``Receive(LinkNews)`` — news from elsewhere;
+* ``TimerFired`` — the tick: retransmit the outbox, a storage's pending events, and the
+  handoffs no storage has answered yet.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any, Final
+
+import attrs
+
+from gapless.impl.effects import Effect, Rejected, Send, SetTimer
+from gapless.impl.ges.connectivity import link_key
+from gapless.impl.ges.linkstate import Entry, avoided, merge_news
+from gapless.impl.ges.messages import EventMsg, LinkNews, Routed, Store
+from gapless.impl.ges.node import (
+    TICK,
+    NodeState,
+    connect,
+    event_msg,
+    forward_event,
+    handoffs,
+    on_written,
+    route,
+    write,
+)
+from gapless.impl.inputs import (
+    Connect,
+    Disconnect,
+    Input,
+    LinkChanged,
+    Persisted,
+    Publish,
+    Receive,
+    Restart,
+    TimerFired,
+)
+
+__all__ = ["handle"]
+
+Step = tuple[NodeState, tuple[Effect, ...]]
+
+
+def on_restart(s: NodeState, inp: Restart, now: int) -> Step:
+    return s, (SetTimer(key=TICK, at=now + s.config.retry_us),)
+
+
+def on_publish(s: NodeState, inp: Publish, now: int) -> Step:
+    seq = s.pub_next.get(inp.pubend, 0)
+    body = Store(
+        storage=s.net.storage_of[s.name],
+        origin=s.name,
+        pubend=inp.pubend,
+        seq=seq,
+        attributes=inp.attributes,
+    )
+    key = ("outbox", inp.pubend, seq)
+    s = attrs.evolve(
+        s,
+        pub_next=s.pub_next.set(inp.pubend, seq + 1),
+        outbox=s.outbox.set((inp.pubend, seq), body),
+    )
+    s, p = write(s, key, body)
+    return s, (p,)
+
+
+def on_persisted(s: NodeState, inp: Persisted, now: int) -> Step:
+    return on_written(s, inp.key, now)
+
+
+def on_receive(s: NodeState, inp: Receive, now: int) -> Step:
+    msg = inp.msg
+    if type(msg) is EventMsg:
+        return forward_event(s, msg, now)
+    if type(msg) is Routed:
+        return route(s, msg.dest, msg.body, msg.visited, now)
+    if type(msg) is LinkNews:
+        return on_news(s, msg, inp.sender)
+    return s, (Rejected(reason=f"GES node {s.name}: unknown message", input=msg),)
+
+
+def on_connect(s: NodeState, inp: Connect, now: int) -> Step:
+    return connect(s, inp.subscriber, inp.filter, inp.connection, inp.resume, now)
+
+
+def on_disconnect(s: NodeState, inp: Disconnect, now: int) -> Step:
+    if inp.subscriber not in s.sessions:
+        return s, ()
+    return attrs.evolve(s, sessions=s.sessions.remove(inp.subscriber)), ()
+
+
+def on_link_changed(s: NodeState, inp: LinkChanged, now: int) -> Step:
+    key = link_key(s.name, inp.neighbour)
+    if (key in s.suspected) != inp.up:
+        return s, ()
+    suspected = s.suspected - {key} if inp.up else s.suspected | {key}
+    news, new = merge_news(s.news, ((key, (now, s.reports, s.name), inp.up),))
+    s = attrs.evolve(
+        s,
+        suspected=suspected,
+        news=news,
+        avoid=avoided(suspected, news),
+        reports=s.reports + 1,
+    )
+    effects: list[Effect] = list(_flood(s, new, ""))
+    if inp.up:  # the other end may have restarted with no news at all
+        table = tuple((link, v, up) for link, (v, up) in sorted(s.news.items()))
+        effects.append(Send(to=inp.neighbour, msg=LinkNews(entries=table)))
+    return s, tuple(effects)
+
+
+def _flood(s: NodeState, entries: tuple[Entry, ...], sender: str) -> tuple[Effect, ...]:
+    """Pass ``entries`` to every live neighbour but ``sender``."""
+    if not entries:
+        return ()
+    msg = LinkNews(entries=entries)
+    return tuple(
+        Send(to=nb, msg=msg)
+        for nb in s.net.hierarchy.neighbours[s.name]
+        if nb != sender and link_key(s.name, nb) not in s.suspected
+    )
+
+
+def on_news(s: NodeState, msg: LinkNews, sender: str) -> Step:
+    news, new = merge_news(s.news, msg.entries)
+    if not new:
+        return s, ()
+    s = attrs.evolve(s, news=news, avoid=avoided(s.suspected, news))
+    return s, _flood(s, new, sender)
+
+
+def _retransmit(s: NodeState, now: int) -> Step:
+    """A storage resends every pending event it logged and last sent ``retry_us`` ago or
+    more (an event whose write has not completed is not published yet [GES "Stable
+    storages"]: it is sent once the write completes)."""
+    st = s.store
+    if st is None:
+        return s, ()
+    effects: list[Effect] = []
+    sent_at = s.sent_at
+    for epoch, ev in sorted(st.events.items()):
+        if ("log", s.name, epoch) not in s.disk:
+            continue  # not durable yet: nothing about it may leave the storage
+        if now - sent_at.get(epoch, -s.config.retry_us) < s.config.retry_us:
+            continue
+        sent_at = sent_at.set(epoch, now)
+        s, effs = forward_event(s, event_msg(s, ev), now)
+        effects.extend(effs)
+    return attrs.evolve(s, sent_at=sent_at), tuple(effects)
+
+
+def on_timer(s: NodeState, inp: TimerFired, now: int) -> Step:
+    if inp.key != TICK:
+        return s, ()
+    effects: list[Effect] = [SetTimer(key=TICK, at=now + s.config.retry_us)]
+    for body in list(s.outbox.values()):
+        s, effs = route(s, body.storage, body, frozenset(), now)
+        effects.extend(effs)
+    s, effs = _retransmit(s, now)
+    effects.extend(effs)
+    for client in sorted(s.sessions):
+        s, effs = handoffs(s, s.sessions[client], now)
+        effects.extend(effs)
+    return s, tuple(effects)
+
+
+_HANDLERS: Final[dict[type, Callable[[NodeState, Any, int], Step]]] = {
+    Restart: on_restart,
+    Publish: on_publish,
+    Persisted: on_persisted,
+    Receive: on_receive,
+    Connect: on_connect,
+    Disconnect: on_disconnect,
+    LinkChanged: on_link_changed,
+    TimerFired: on_timer,
+}
+
+
+def handle(s: NodeState, inp: Input, now: int) -> Step:
+    """One step of a GES node: the handler of ``inp``'s type."""
+    return _HANDLERS[type(inp)](s, inp, now)

@@ -1,0 +1,144 @@
+"""GES's planted bugs, declared beside the rules they change [GES] (DESIGN.md, "sans-IO").
+
+Theory of operation
+-------------------
+Each entry of :data:`VARIANTS` is a :class:`~gapless.impl.variants.Variant`: a
+:class:`~gapless.impl.ges.policy.GESPolicy` built with ``attrs.evolve(PAPER_POLICY, ...)``, the
+trace-only invariants (``gapless.invariants.ges``) expected to catch it, the fault kinds it
+needs and what goes wrong. The rule functions are module-level (they pickle by reference).
+Each is a mistake an implementer of the paper could make.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any, Final
+
+import attrs
+from pyrsistent import pmap
+
+from gapless.impl.ges.addressing import Hierarchy
+from gapless.impl.ges.connectivity import next_hop
+from gapless.impl.ges.policy import PAPER_POLICY
+from gapless.impl.ges.profiles import ProfileGraph, path_of
+from gapless.impl.variants import Variant
+
+__all__ = ["VARIANTS"]
+
+
+def epoch_at_reconnect(presented: int | None, start: int, cut: int) -> int:
+    """Bug: the recovery starts at the storage's epoch when the client reconnects, not at
+    the epoch the client presents."""
+    return cut
+
+
+def decrement_twice(remaining: int) -> int:
+    """Bug: one confirmation decrements the predicate count twice."""
+    return remaining - 2
+
+
+def route_through_suspected(
+    h: Hierarchy,
+    vertex: str,
+    dest: str,
+    suspected: frozenset[tuple[str, str]],
+    visited: frozenset[str],
+) -> str | None:
+    """Bug: route as if no link were suspected."""
+    return next_hop(h, vertex, dest, frozenset(), visited)
+
+
+def unregister_uncounted(graph: ProfileGraph, profile: str, dest: str) -> ProfileGraph:
+    """Bug: no reference count on the edges — removing a profile removes its destination
+    from every edge of its path, whatever other profiles of that destination share them."""
+    path = path_of(profile)
+    edges, ends = graph.edges, graph.ends
+    for key in path:
+        counts = edges.get(key, pmap()).discard(dest)
+        edges = edges.set(key, counts) if counts else edges.discard(key)
+    end = path[-1] if path else ()
+    counts = ends.get(end, pmap()).discard(dest)
+    ends = ends.set(end, counts) if counts else ends.discard(end)
+    return ProfileGraph(edges=edges, ends=ends)
+
+
+def deliver_any_newer(prev: int, last: int) -> bool:
+    """Bug: deliver any event newer than the last one, whether its predecessor came or not."""
+    return True
+
+
+def flood(
+    graph: ProfileGraph, attributes: Mapping[str, Any], brokers: tuple[str, ...]
+) -> tuple[str, ...]:
+    """Bug (the flooding baseline): route every event toward every node with clients."""
+    return brokers
+
+
+def _bug(
+    name: str, caught_by: tuple[str, ...], needs: tuple[str, ...], summary: str, **rules: Any
+) -> Variant:
+    return Variant(
+        name=name,
+        policy=attrs.evolve(PAPER_POLICY, name=name, **rules),
+        caught_by=caught_by,
+        needs=needs,
+        summary=summary,
+    )
+
+
+VARIANTS: Final[dict[str, Variant]] = {
+    v.name: v
+    for v in (
+        _bug(
+            "epoch-at-reconnect",
+            ("roam_complete", "release_after_confirm"),
+            ("disconnect",),
+            "The recovery queue starts at the epoch the storage has when the client "
+            'reconnects, not at the one the client presents [GES "Recovering clients", '
+            "item (b)]: the events it missed while away are never delivered.",
+            effective_epoch=epoch_at_reconnect,
+        ),
+        _bug(
+            "double-decrement",
+            ("release_after_confirm", "reference_counts"),
+            (),
+            "A confirmation decrements the event's predicate count twice [GES \"Stable "
+            'storages"]: the storage releases an event before every destination confirmed.',
+            decrement=decrement_twice,
+        ),
+        _bug(
+            "route-through-suspected",
+            ("avoid_suspected",),
+            ("link_fail",),
+            'Routing ignores suspected links [GES "Routing events": only nodes and links '
+            "that have not been failure suspected can be part of the shortest path].",
+            route=route_through_suspected,
+        ),
+        _bug(
+            "no-edge-refcount",
+            ("reference_counts", "roam_complete"),
+            ("disconnect",),
+            "The profile graph keeps no reference count per destination on its edges [GES "
+            '"Profiles and the profile graph"]: when one client leaves a node, the node '
+            "loses the edge for every other client with the same constraints.",
+            unregister=unregister_uncounted,
+        ),
+        _bug(
+            "flooding",
+            ("selective_routing",),
+            (),
+            "Events are routed toward every node with clients, interested or not (the "
+            'flooding baseline of [GES "The problem of event delivery"]).',
+            destinations=flood,
+        ),
+        _bug(
+            "skip-chain",
+            ("roam_exactly_once", "roam_order", "roam_complete", "release_after_confirm"),
+            ("link_fail",),
+            "A node delivers any event newer than the last delivered without waiting for its "
+            "predecessor: an event overtaken on another route is delivered out of order, and "
+            "the one it overtook is then taken for a duplicate: confirmed, never delivered.",
+            in_sequence=deliver_any_newer,
+        ),
+    )
+}

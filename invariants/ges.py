@@ -1,0 +1,295 @@
+"""GES's trace-only invariants [GES "Reliable delivery", "Routing events", "Stable storages"].
+
+Theory of operation
+-------------------
+:class:`GESChecker` reads a run's records one at a time — publishes, sends (through the
+protocol's own summary :class:`~gapless.impl.ges.messages.GesWire`), deliveries, connects and
+disconnects, faults, and writes (a write counts once its ``persisted`` record shows it
+completed) — and never a role's state. Its ledger keeps what the invariants share: the events
+the storages logged (storage, epoch -> publisher, attributes), each client's registration
+epoch per storage (the ``start`` of its first completed ``registration`` write there), what
+was delivered to whom, where each client has connected, which links and nodes are down, and
+the storages' client registrations.
+
+Invariants (:data:`INVARIANTS`):
+
+* ``roam_exactly_once`` — a client, across all its connections at any nodes, never receives
+  an event twice, nor one that was not logged, does not match its profile, or was published
+  at or before the epoch it registered at;
+* ``roam_order`` — per client and publisher, events arrive in increasing epoch (publisher)
+  order (our addition: the paper promises exactly once);
+* ``roam_complete`` — at the end, every client connected then has registered at every storage
+  and received every logged event after its registration epoch that matches its profile
+  (liveness: judged only within the fault budget);
+* ``selective_routing`` — an event is sent toward a node only if a client whose profile
+  matches it has connected there [GES "The problem of event delivery"];
+* ``avoid_suspected`` — no node sends over a link it has been told is down (a failed link, a
+  partition's crossing link, or a link to a crashed or failed node), after the instant it
+  went down [GES "Routing events"];
+* ``reference_counts`` — the per-edge reference counts a registration reports equal the
+  number of registered profiles at that node using the edge (so never negative), and an event
+  is released with predicate count exactly zero [GES "Profiles and the profile graph",
+  "Stable storages"];
+* ``release_after_confirm`` — a storage releases an event only after it was delivered to
+  every client it was destined to.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from typing import Any, Final, final
+
+import attrs
+
+from gapless.impl.effects import Deliver, DeliverCohort, Persist, deliveries
+from gapless.impl.ges.messages import GesWire
+from gapless.impl.ges.node import Registration, Release
+from gapless.impl.ges.profiles import path_of
+from gapless.impl.trace import Fault, TraceRecord
+from gapless.invariants.violation import Violation
+
+__all__ = ["INVARIANTS", "SAFETY", "GESChecker", "GESContext"]
+
+INVARIANTS: Final = (
+    "roam_exactly_once",
+    "roam_order",
+    "roam_complete",
+    "selective_routing",
+    "avoid_suspected",
+    "reference_counts",
+    "release_after_confirm",
+)
+SAFETY: Final = tuple(n for n in INVARIANTS if n != "roam_complete")
+
+
+@final
+@attrs.frozen(kw_only=True)
+class GESContext:
+    """What the invariants know besides the trace: each client's profile, the storage that
+    serves each publisher, the physical links, and the filter evaluator and decoders."""
+
+    profiles: Mapping[str, str]
+    storage_of_pubend: Mapping[str, str]
+    links: tuple[tuple[str, str], ...]
+    matches: Callable[[str, Any], bool]
+    logged: Callable[[Persist], tuple[str, int, Mapping[str, Any]] | None]
+    durable: Callable[[Persist], str | None]
+
+
+class GESChecker:
+    """The online checker of GES's invariants (see module doc)."""
+
+    def __init__(self, ctx: GESContext, names: tuple[str, ...] = ()) -> None:
+        self.ctx = ctx
+        self.names = set(names or INVARIANTS)
+        self.violation: Violation | None = None
+        self.logged: dict[tuple[str, int], tuple[str, Mapping[str, Any]]] = {}
+        self.published: dict[tuple[str, Any], int] = {}
+        self.start: dict[tuple[str, str], int] = {}
+        self.delivered: set[tuple[str, str, int]] = set()
+        self.last: dict[tuple[str, str], int] = {}
+        self.connected_at: dict[str, set[str]] = {}
+        self.connected: dict[str, bool] = {}
+        self.writes: dict[tuple[str, Any], Persist] = {}
+        self.registered: dict[str, dict[str, tuple[str, str]]] = {}
+        self.down: dict[tuple[str, str], int] = {}
+        self.dead: set[str] = set()
+        self.failing: set[str] = set()
+        self.changed_at = -1
+        """When links or nodes last went down: a node is told of each link in turn within
+        that instant, so a send in the same instant is not judged."""
+        self._interested: dict[tuple[str, int, str], bool] = {}
+
+    # ------------------------------------------------------------ plumbing
+
+    def restrict(self, names: tuple[str, ...]) -> None:
+        """Judge only ``names`` from now on (the fault budget was left)."""
+        self.names &= set(names)
+
+    def _flag(self, name: str, subject: str, message: str, r: TraceRecord) -> bool:
+        if name in self.names and self.violation is None:
+            self.violation = Violation(
+                invariant=name, subject=subject, message=message, time=r.time, events=(r,)
+            )
+        return self.violation is not None
+
+    def publish_time(self, pubend: str, tick: int) -> int | None:
+        got = self.logged.get((self.ctx.storage_of_pubend.get(pubend, ""), tick))
+        if got is None:
+            return None
+        return self.published.get((pubend, got[1]))
+
+    def observe(self, r: TraceRecord) -> bool:
+        """Judge one record; True once a violation is found."""
+        k = r.kind
+        if k == "deliver":
+            self._deliver(r)
+        elif k == "send":
+            self._send(r)
+        elif k == "persist":
+            self.writes[(r.node, r.detail.key)] = r.detail
+        elif k == "persisted":
+            self._persisted(r)
+        elif k == "publish":
+            d = r.detail
+            self.published.setdefault((d.pubend, d.attributes), r.time)
+        elif k == "connect":
+            self.connected[r.detail.subscriber] = True
+            self.connected_at.setdefault(r.detail.subscriber, set()).add(r.node)
+        elif k == "disconnect":
+            self.connected[r.detail.subscriber] = False
+        elif k == "fault":
+            self._fault(r.detail, r.time)
+        return self.violation is not None
+
+    # ------------------------------------------------------------ deliveries
+
+    def _deliver(self, r: TraceRecord) -> None:
+        for d in deliveries(r.detail) if type(r.detail) in (Deliver, DeliverCohort) else ():
+            if d.kind == "event":
+                self._one_delivery(r, d)
+
+    def _one_delivery(self, r: TraceRecord, d: Deliver) -> None:
+        c, storage = d.subscriber, self.ctx.storage_of_pubend.get(d.pubend, "")
+        key = (c, storage, d.tick)
+        what = f"{d.pubend} epoch {d.tick} of storage {storage}"
+        if key in self.delivered:
+            self._flag("roam_exactly_once", c, f"{what} delivered twice", r)
+        got = self.logged.get((storage, d.tick))
+        if got is None or got[0] != d.pubend or got[1] != d.payload:
+            self._flag("roam_exactly_once", c, f"{what} was not logged as delivered", r)
+        elif not self.ctx.matches(self.ctx.profiles[c], got[1]):
+            self._flag("roam_exactly_once", c, f"{what} does not match its profile", r)
+        start = self.start.get((c, storage))
+        if start is None or d.tick <= start:
+            self._flag("roam_exactly_once", c, f"{what} is at or before its epoch {start}", r)
+        last = self.last.get((c, d.pubend), -1)
+        if d.tick < last and key not in self.delivered:
+            self._flag("roam_order", c, f"{what} delivered after epoch {last}", r)
+        self.last[(c, d.pubend)] = max(last, d.tick)
+        self.delivered.add(key)
+
+    # ------------------------------------------------------------ sends
+
+    def _send(self, r: TraceRecord) -> None:
+        w = r.detail.wire
+        if type(w) is not GesWire:
+            return
+        to = r.detail.to
+        if self._is_down(r.node, to) and r.time > self.changed_at:
+            self._flag("avoid_suspected", r.node, f"sent {w.kind} to {to} over a down link", r)
+        if w.kind == "event" and w.epoch is not None:
+            for dest in w.dests:
+                if not self._is_interested(w.storage, w.epoch, dest):
+                    msg = f"event {w.epoch} of {w.storage} sent toward {dest}, where no "
+                    msg += "client that connected there is interested"
+                    self._flag("selective_routing", r.node, msg, r)
+
+    def _is_interested(self, storage: str, epoch: int, dest: str) -> bool:
+        key = (storage, epoch, dest)
+        got = self._interested.get(key)
+        if got is None:
+            ev = self.logged.get((storage, epoch))
+            got = ev is not None and any(
+                dest in nodes and self.ctx.matches(self.ctx.profiles[c], ev[1])
+                for c, nodes in sorted(self.connected_at.items())
+            )
+            if got:
+                self._interested[key] = got
+        return got
+
+    # ------------------------------------------------------------ faults
+
+    def _is_down(self, a: str, b: str) -> bool:
+        key = (a, b) if a < b else (b, a)
+        return self.down.get(key, 0) > 0 or a in self.dead or b in self.dead
+
+    def _links_of(self, target: str) -> list[tuple[str, str]]:
+        if "|" in target:
+            a, b = target.split("|")
+            return [(a, b) if a < b else (b, a)]
+        side = set(target.split(","))
+        return [(a, b) for a, b in self.ctx.links if (a in side) != (b in side)]
+
+    def _fault(self, f: Fault, time: int = -1) -> None:
+        k, tgt, phase = f.kind, f.target, f.phase
+        self.changed_at = time  # restarts and heals tell nodes of links in turn too
+        if k in ("crash", "fail") or (k == "stall_broker" and phase != "start"):
+            if phase in ("start", "fail"):
+                self.dead.add(tgt)
+            elif k != "fail":
+                self.dead.discard(tgt)
+        elif k in ("link_fail", "partition") or (k == "stall_link" and phase != "start"):
+            if k == "stall_link" and phase == "end" and tgt not in self.failing:
+                return  # the stall ended before the link failed
+            by = 1 if phase in ("start", "fail") else -1
+            if k == "stall_link":
+                (self.failing.add if by > 0 else self.failing.discard)(tgt)
+            for key in self._links_of(tgt):
+                self.down[key] = max(0, self.down.get(key, 0) + by)
+
+    # ------------------------------------------------------------ writes
+
+    def _persisted(self, r: TraceRecord) -> None:
+        p = self.writes.pop((r.node, r.detail.key), None)
+        if p is None:
+            return
+        kind = self.ctx.durable(p)
+        if kind == "log":
+            got = self.ctx.logged(p)
+            if got is not None:
+                self.logged[(r.node, got[1])] = (got[0], got[2])
+        elif kind == "registration":
+            self._registration(r, p.value)
+        elif kind == "release":
+            self._release(r, p.value)
+
+    def _registration(self, r: TraceRecord, reg: Registration) -> None:
+        regs = self.registered.setdefault(reg.storage, {})
+        self.start.setdefault((reg.client, reg.storage), reg.record.start)
+        regs[reg.client] = (reg.record.broker, reg.record.profile)
+        checks = [(reg.record.broker, reg.record.profile, reg.counts)]
+        if reg.old_broker:
+            old = self.ctx.profiles.get(reg.client, reg.record.profile)
+            checks.append((reg.old_broker, old, reg.old_counts))
+        for broker, profile, counts in checks:
+            path = path_of(profile)
+            for depth, count in counts:
+                edge = path[depth - 1]
+                want = sum(1 for b, p in regs.values() if b == broker and edge in path_of(p))
+                if count != want:
+                    msg = f"edge {depth} of {profile!r} counts {count} for {broker}, "
+                    msg += f"{want} registered profiles use it"
+                    self._flag("reference_counts", reg.storage, msg, r)
+
+    def _release(self, r: TraceRecord, rel: Release) -> None:
+        if rel.remaining != 0:
+            msg = f"epoch {rel.epoch} released with predicate count {rel.remaining}"
+            self._flag("reference_counts", rel.storage, msg, r)
+        for c in rel.targets:
+            if (c, rel.storage, rel.epoch) not in self.delivered:
+                msg = f"epoch {rel.epoch} released before {c} received it"
+                self._flag("release_after_confirm", rel.storage, msg, r)
+
+    # ------------------------------------------------------------ liveness
+
+    def finish(self, end: TraceRecord) -> Violation | None:
+        """Judge liveness at the end of the run (see ``roam_complete``)."""
+        if self.violation is not None or "roam_complete" not in self.names:
+            return self.violation
+        storages = sorted(set(self.ctx.storage_of_pubend.values()))
+        for c in sorted(self.connected):
+            if not self.connected[c]:
+                continue
+            for s in storages:
+                start = self.start.get((c, s))
+                if start is None:
+                    self._flag("roam_complete", c, f"never registered at storage {s}", end)
+                    return self.violation
+            for (s, e), (pubend, attributes) in sorted(self.logged.items()):
+                missed = e > self.start[(c, s)] and (c, s, e) not in self.delivered
+                if missed and self.ctx.matches(self.ctx.profiles[c], attributes):
+                    msg = f"{pubend} epoch {e} of storage {s} matches but never arrived"
+                    self._flag("roam_complete", c, msg, end)
+                    return self.violation
+        return self.violation

@@ -1,0 +1,147 @@
+"""The Grid Event Service (``gapless.impl.ges``) bound to the world [GES].
+
+Theory of operation
+-------------------
+:class:`GESBinding` adapts the GES node role to :class:`~gapless.models.binding.Binding`:
+
+* the topology graph (:mod:`gapless.models.ges_topology`) becomes the roles'
+  :class:`~gapless.impl.ges.config.Network`: node addresses and links as a
+  :class:`~gapless.impl.ges.addressing.Hierarchy`, the storages, and for every node the storage
+  of its top-level unit;
+* configuration: :class:`~gapless.impl.ges.config.GESConfig` with the run's overrides; policy:
+  the variant's (``"none"`` is the paper's);
+* seams: ``resume_token`` — a reconnecting client presents, per storage, the epoch of the
+  last event it received from it (the highest tick delivered to it from a publisher that
+  storage serves: a storage's epochs are the ticks of its events) [GES "Recovering clients",
+  items (a) and (b)]; ``roam`` — a client's first connection attaches to its home node, every
+  later one to a node drawn from the client's name and connection number among the nodes
+  alive then (clients roam "to any broker"); ``durable`` — which write makes what durable
+  (``outbox``, ``log``, ``registration``, ``release``);
+* decoders: a ``log`` write logs ``(pubend, epoch, attributes)``; a delivered payload is the
+  event's attributes; :func:`gapless.impl.ges.messages.wire` summarises messages
+  (:class:`~gapless.impl.ges.messages.GesWire`).
+
+Brokers that fail forever are the world's ``fail`` fault (no restart, ever); a stable storage
+recovers within finite time, so the fault budget (:func:`within_budget`) excludes a ``fail``
+of a storage node or one that disconnects the live nodes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any, final
+
+import attrs
+import networkx as nx
+from pyrsistent import pmap
+
+from gapless.impl import ges
+from gapless.impl.effects import Persist
+from gapless.impl.ges.addressing import Hierarchy
+from gapless.impl.ges.config import GESConfig, Network
+from gapless.impl.ges.messages import wire
+from gapless.impl.ges.variants import VARIANTS
+from gapless.impl.inputs import Publish
+from gapless.impl.variants import resolve
+from gapless.models.faults import FaultEvent, derive_seed
+from gapless.models.runspec import RunSpecError
+from gapless.models.workload import PublishEvent, Workload
+
+__all__ = ["GESBinding", "make_binding", "network", "within_budget"]
+
+_DURABLE = {"outbox": "outbox", "log": "log", "client": "registration", "release": "release"}
+
+
+def network(graph: nx.Graph) -> Network:
+    """The roles' static network for ``graph``."""
+    h = Hierarchy.build(
+        {n: tuple(d["address"]) for n, d in graph.nodes(data=True)},
+        [tuple(e) for e in graph.edges],
+    )
+    storages = tuple(graph.graph["storages"])
+    storage_of = {}
+    for n in graph.nodes:
+        top = h.unit(n, h.depth)
+        storage_of[n] = next(s for s in storages if h.unit(s, h.depth) == top)
+    brokers = tuple(sorted(n for n, d in graph.nodes(data=True) if d["role"] == "shb"))
+    return Network(hierarchy=h, storages=storages, storage_of=pmap(storage_of), brokers=brokers)
+
+
+@final
+class GESBinding:
+    """GES nodes as the world drives them (see module doc)."""
+
+    status_period_us = 0
+    min_repetition_us = 0
+
+    def __init__(self, graph: nx.Graph, workload: Workload, config: GESConfig, policy: Any):
+        self.net = network(graph)
+        self.config = config
+        self.policy = policy
+        self.handle = ges.handle
+        self.crash = ges.crash
+        self.wire = wire
+        self.home = {s.name: s.shb for s in workload.subscriptions}
+        hosts = dict(graph.graph["pubends"])
+        self.storage_of_pubend = {p: self.net.storage_of[h] for p, h in hosts.items()}
+
+    def initial_states(self) -> dict[str, Any]:
+        return {
+            n: ges.initial_state(n, self.net, self.config, self.policy)
+            for n in sorted(self.net.hierarchy.nodes)
+        }
+
+    def publish_input(self, event: PublishEvent) -> Publish:
+        return Publish(pubend=event.pubend, attributes=event.attributes, size=event.size)
+
+    def logged(self, persist: Persist) -> tuple[str, int, Mapping[str, Any]] | None:
+        key = persist.key
+        if type(key) is tuple and key[0] == "log":
+            ev = persist.value[0]
+            return ev.pubend, ev.epoch, ev.attributes
+        return None
+
+    def payload_attributes(self, payload: Any) -> Mapping[str, Any] | None:
+        return payload if isinstance(payload, Mapping) else None
+
+    def durable(self, persist: Persist) -> str | None:
+        key = persist.key
+        return _DURABLE.get(key[0]) if type(key) is tuple else None
+
+    def resume_token(self, subscriber: str, consumed: dict[str, int]) -> Any:
+        epochs: dict[str, int] = {}
+        for pubend, tick in consumed.items():
+            s = self.storage_of_pubend[pubend]
+            epochs[s] = max(epochs.get(s, tick), tick)
+        return tuple(sorted(epochs.items()))
+
+    def roam(self, subscriber: str, connection: int, alive: tuple[str, ...]) -> str:
+        home = self.home[subscriber]
+        if connection == 0 and home in alive:
+            return home
+        options = [n for n in alive if n in self.net.brokers] or list(alive)
+        return options[derive_seed(subscriber, connection, "roam") % len(options)]
+
+
+def make_binding(spec: Any, graph: nx.Graph, workload: Workload) -> GESBinding:
+    """The binding of ``spec`` (a ``RunSpec``): its variant's policy, its config overrides."""
+    try:
+        config = GESConfig(**dict(spec.config))
+    except TypeError as exc:
+        fields = ", ".join(a.name for a in attrs.fields(GESConfig))
+        raise RunSpecError(f"RunSpec.config: {exc}; allowed keys: {fields}") from exc
+    policy = resolve("ges", spec.variant, ges.PAPER_POLICY, VARIANTS)
+    return GESBinding(graph, workload, config, policy)
+
+
+def within_budget(graph: nx.Graph, active: tuple[FaultEvent, ...]) -> bool:
+    """GES's failure model: any broker may fail forever, but not a stable storage (it
+    recovers within finite time), and the nodes left must stay connected (an event reaches
+    every live interested unit only while a path to it exists)."""
+    failed = {e.target for e in active if e.kind == "fail"}
+    if not failed:
+        return True
+    if failed & set(graph.graph["storages"]):
+        return False
+    alive = graph.subgraph(n for n in graph.nodes if n not in failed)
+    return bool(nx.is_connected(alive))

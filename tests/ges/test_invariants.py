@@ -1,0 +1,193 @@
+"""Each GES invariant judges the trace alone and catches what it is for: a correct run's
+recorded trace passes every one; the same trace with one record altered fails exactly the
+invariant that property belongs to (non-vacuity)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from functools import cache
+
+import attrs
+import pytest
+from _runs import MIXED, run, spec
+
+from gapless.impl.effects import Deliver
+from gapless.impl.ges.messages import GesWire
+from gapless.impl.trace import Fault, Sent, TraceRecord
+from gapless.invariants.ges import INVARIANTS, GESChecker
+from gapless.models.run import run_context
+
+Trace = tuple[TraceRecord, ...]
+
+
+@cache
+def _trace() -> Trace:
+    out = run("none", MIXED, record=True)
+    assert out.verdict == "pass", out.explanation
+    assert out.trace is not None
+    return out.trace
+
+
+def _judge(trace: Trace, name: str) -> str | None:
+    checker = GESChecker(run_context(spec(), 1), (name,))
+    for r in trace:
+        if checker.observe(r):
+            break
+    end = TraceRecord(seq=len(trace), time=trace[-1].time, node="-", kind="fault", detail="end")
+    v = checker.finish(end)
+    return None if v is None else v.invariant
+
+
+def _deliveries(trace: Trace) -> list[int]:
+    return [i for i, r in enumerate(trace) if r.kind == "deliver"]
+
+
+def _renumber(records: list[TraceRecord]) -> Trace:
+    return tuple(attrs.evolve(r, seq=i) for i, r in enumerate(records))
+
+
+def duplicate_delivery(trace: Trace) -> Trace:
+    i = _deliveries(trace)[5]
+    rs = list(trace)
+    rs.insert(i + 1, trace[i])
+    return _renumber(rs)
+
+
+def swapped_deliveries(trace: Trace) -> Trace:
+    ds = _deliveries(trace)
+    sub = trace[ds[0]].detail.subscriber
+    mine = [i for i in ds if trace[i].detail.subscriber == sub]
+    pub = trace[mine[0]].detail.pubend
+    mine = [i for i in mine if trace[i].detail.pubend == pub]
+    a, b = mine[0], mine[1]
+    rs = list(trace)
+    rs[a], rs[b] = (
+        attrs.evolve(trace[b], time=trace[a].time),
+        attrs.evolve(trace[a], time=trace[b].time),
+    )
+    return _renumber(rs)
+
+
+def dropped_last_delivery(trace: Trace) -> Trace:
+    i = _deliveries(trace)[-1]
+    return _renumber([r for j, r in enumerate(trace) if j != i])
+
+
+def delivery_outside_profile(trace: Trace) -> Trace:
+    rs = list(trace)
+    for i in _deliveries(trace):
+        d = trace[i].detail
+        if d.subscriber.endswith(".u1") and d.subscriber.startswith("n2"):
+            continue
+        rs[i] = attrs.evolve(trace[i], detail=attrs.evolve(d, subscriber="n2.u1"))
+        return _renumber(rs)
+    raise AssertionError("no delivery to move")
+
+
+def sent_over_failed_link(trace: Trace) -> Trace:
+    start = next(
+        i for i, r in enumerate(trace) if r.kind == "fault" and r.detail.kind == "link_fail"
+    )
+    a, b = trace[start].detail.target.split("|")
+    fake = TraceRecord(
+        seq=0,
+        time=trace[start].time + 1,
+        node=a,
+        kind="send",
+        detail=Sent(to=b, msg=None, wire=GesWire(kind="confirm", storage="n7", epoch=1)),
+    )
+    rs = list(trace)
+    rs.insert(start + 1, fake)
+    return _renumber(rs)
+
+
+def event_toward_uninterested(trace: Trace) -> Trace:
+    i = next(i for i, r in enumerate(trace) if r.kind == "send" and r.detail.wire.kind == "event")
+    w = trace[i].detail.wire
+    nobody = "n-nowhere"
+    detail = attrs.evolve(trace[i].detail, wire=attrs.evolve(w, dests=(*w.dests, nobody)))
+    rs = list(trace)
+    rs[i] = attrs.evolve(trace[i], detail=detail)
+    return _renumber(rs)
+
+
+def release_first(trace: Trace) -> Trace:
+    """Move the first release write before the deliveries it waited for."""
+    i = next(
+        i for i, r in enumerate(trace) if r.kind == "persisted" and r.detail.key[0] == "release"
+    )
+    j = next(
+        k
+        for k, r in enumerate(trace)
+        if r.kind == "persist" and r.detail.key == trace[i].detail.key
+    )
+    first_delivery = _deliveries(trace)[0]
+    rs = list(trace)
+    moved = [rs[j], rs[i]]
+    rest = [r for k, r in enumerate(rs) if k not in (i, j)]
+    at = min(first_delivery, j)
+    return _renumber(rest[:at] + moved + rest[at:])
+
+
+def registration_miscounted(trace: Trace) -> Trace:
+    i = next(
+        i
+        for i, r in enumerate(trace)
+        if r.kind == "persist" and r.detail.key[0] == "client" and r.detail.value.counts
+    )
+    p = trace[i].detail
+    reg = p.value
+    bad = attrs.evolve(reg, counts=tuple((d, c + 1) for d, c in reg.counts))
+    rs = list(trace)
+    rs[i] = attrs.evolve(trace[i], detail=attrs.evolve(p, value=bad))
+    return _renumber(rs)
+
+
+MUTATIONS: dict[str, Callable[[Trace], Trace]] = {
+    "roam_exactly_once": duplicate_delivery,
+    "roam_order": swapped_deliveries,
+    "roam_complete": dropped_last_delivery,
+    "selective_routing": event_toward_uninterested,
+    "avoid_suspected": sent_over_failed_link,
+    "reference_counts": registration_miscounted,
+    "release_after_confirm": release_first,
+}
+
+
+def test_every_invariant_has_a_mutation() -> None:
+    assert set(MUTATIONS) == set(INVARIANTS)
+
+
+@pytest.mark.parametrize("name", INVARIANTS)
+def test_a_correct_trace_passes(name: str) -> None:
+    assert _judge(_trace(), name) is None
+
+
+@pytest.mark.parametrize("name", INVARIANTS)
+def test_the_mutated_trace_fails_its_invariant(name: str) -> None:
+    assert _judge(MUTATIONS[name](_trace()), name) == name
+
+
+def test_a_delivery_outside_the_profile_is_not_exactly_once() -> None:
+    assert _judge(delivery_outside_profile(_trace()), "roam_exactly_once") == "roam_exactly_once"
+
+
+def test_fault_records_mark_links_down_and_up() -> None:
+    checker = GESChecker(run_context(spec(), 1), ("avoid_suspected",))
+    checker._fault(Fault(kind="link_fail", target="n3|n5", phase="start"))
+    assert checker._is_down("n5", "n3")
+    checker._fault(Fault(kind="link_fail", target="n3|n5", phase="end"))
+    assert not checker._is_down("n3", "n5")
+    checker._fault(Fault(kind="fail", target="n6", phase="start"))
+    checker._fault(Fault(kind="fail", target="n6", phase="end"))
+    assert checker._is_down("n4", "n6")  # failed forever
+    checker._fault(Fault(kind="partition", target="n1,n2", phase="start"))
+    assert checker._is_down("n2", "n3")
+    assert not checker._is_down("n1", "n2")
+
+
+def test_deliver_kind_other_than_event_is_not_judged() -> None:
+    d = Deliver(subscriber="n1.u0", pubend="P0", tick=1, payload=None, kind="gap")
+    r = TraceRecord(seq=0, time=0, node="n1", kind="deliver", detail=d)
+    checker = GESChecker(run_context(spec(), 1))
+    assert not checker.observe(r)
