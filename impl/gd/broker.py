@@ -25,8 +25,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from gapless.impl import ticksets as R
 from gapless.impl.effects import Send, SetTimer
-from gapless.impl.gd import ranges as R
 from gapless.impl.gd.forwarding import (
     Outgoing,
     ack_upstream,
@@ -108,7 +108,7 @@ def on_knowledge(state: IBState, sender: str, msg: Knowledge, step: Step) -> IBS
     return put(state, p, s)
 
 
-def _cell_finals(ctx: NodeCtx, s: Stream, p: str, cell: str, finals: R.Ranges) -> Stream:
+def _cell_finals(ctx: NodeCtx, s: Stream, p: str, cell: str, finals: R.TickSet) -> Stream:
     """Record ticks known F for one downstream cell only (A there, [GD §2.1.1])."""
     o = ostream(ctx, s, p, cell)
     add = R.clip(R.normalize(finals), max(s.fin, o.acked) + 1, NO_END)

@@ -30,9 +30,9 @@ from typing import Final, final
 
 import attrs
 
+from gapless.impl import ticksets as R
 from gapless.impl.effects import Send, SetTimer
 from gapless.impl.fmap import FMap
-from gapless.impl.gd import ranges as R
 from gapless.impl.gd.istream import (
     G,
     clip_curious,
@@ -76,14 +76,14 @@ class Outgoing:
     sideways message — the one downstream cell it is for."""
 
     pubend: str
-    finals: R.Ranges
+    finals: R.TickSet
     data: Sequence[Data] = ()
     new_data: Sequence[Data] = ()
     retransmission: bool = False
     only_cell: str | None = None
 
 
-def message_finals(msg: Knowledge) -> R.Ranges:
+def message_finals(msg: Knowledge) -> R.TickSet:
     """The F ticks a knowledge message carries: its final prefix and its silence."""
     rs = R.normalize(msg.silence)
     if msg.prefix >= 0:
@@ -100,11 +100,11 @@ def emit(
     to: str,
     p: str,
     prefix: int,
-    finals: R.Ranges,
+    finals: R.TickSet,
     datas: Sequence[Data],
     retrans: bool,
     for_cell: str | None = None,
-) -> R.Ranges:
+) -> R.TickSet:
     """Send knowledge (``finals`` and ``datas``) to ``to`` as one message per D (the first
     carrying the silence) [GD §3.1]; returns the ticks sent."""
     out = step.out
@@ -141,10 +141,10 @@ class _Forwarding:
     s: Stream
     what: Outgoing
     step: Step
-    sent: dict[tuple[int, R.Ranges], Knowledge] = attrs.field(factory=dict)
+    sent: dict[tuple[int, R.TickSet], Knowledge] = attrs.field(factory=dict)
 
 
-def _send_route(fw: _Forwarding, c: str, finals: R.Ranges, datas: Sequence[Data]) -> None:
+def _send_route(fw: _Forwarding, c: str, finals: R.TickSet, datas: Sequence[Data]) -> None:
     """Send knowledge along the routed link towards cell ``c`` [GD §3.1]."""
     what = fw.what
     got = route(fw.st, what.pubend, c)
@@ -176,7 +176,7 @@ def _forward_to_cell(fw: _Forwarding, c: str, o: Ostream) -> Ostream:
     if filtered is not o.filtered:
         o = evolve(o, filtered=filtered)
     curious = o.curious
-    served: dict[str, R.Ranges] = {}
+    served: dict[str, R.TickSet] = {}
     if not fw.what.retransmission:
         o = _first_time(fw, c, o, finals_c, passing, served)
         if not passing and finals_c and policy.first_time_silence(False):
@@ -190,7 +190,7 @@ def _forward_to_cell(fw: _Forwarding, c: str, o: Ostream) -> Ostream:
     return o
 
 
-def _through_filter(fw: _Forwarding, c: str, o: Ostream) -> tuple[R.Ranges, list[Data], R.Ranges]:
+def _through_filter(fw: _Forwarding, c: str, o: Ostream) -> tuple[R.TickSet, list[Data], R.TickSet]:
     """The F ranges and passing D for cell ``c`` (above its ack) and the ostream's new
     ``filtered``: the edge filter turns a non-matching D into F, A at once [GD §2.4, §3.1]."""
     ctx = fw.st.ctx
@@ -221,9 +221,9 @@ def _first_time(
     fw: _Forwarding,
     c: str,
     o: Ostream,
-    finals_c: R.Ranges,
+    finals_c: R.TickSet,
     passing: list[Data],
-    served: dict[str, R.Ranges],
+    served: dict[str, R.TickSet],
 ) -> Ostream:
     """Send each new passing D first-time along the routed link of ``c`` with the F ticks
     known here since the last one sent there ("D F*") [GD §2.2, §3.1]; ``served`` collects
@@ -260,11 +260,11 @@ def _first_time(
 
 def _serve_curious(
     fw: _Forwarding,
-    curious: FMap[str, R.Ranges],
-    finals_c: R.Ranges,
+    curious: FMap[str, R.TickSet],
+    finals_c: R.TickSet,
     passing: list[Data],
-    served: dict[str, R.Ranges],
-) -> FMap[str, R.Ranges]:
+    served: dict[str, R.TickSet],
+) -> FMap[str, R.TickSet]:
     """Send each curious downstream broker the ticks of this knowledge it is curious for
     and clear its C there [GD §3.1]; returns the remaining per-broker C."""
     retrans = fw.what.retransmission
@@ -371,13 +371,13 @@ def nack_cell(ctx: NodeCtx, sender: str, msg: Nack, step: Step) -> str | None:
 
 def answer_nack(
     ctx: NodeCtx, s: Stream, c: str, sender: str, msg: Nack, step: Step
-) -> tuple[Stream, R.Ranges]:
+) -> tuple[Stream, R.TickSet]:
     """[GD §3.1] Satisfy a nack from the stream (a retransmission to ``sender``); the rest
     becomes C in ``ostream[P, c]`` for ``sender``. Returns the stream and the unsatisfied
     ticks."""
     p = msg.pubend
     o = ostream(ctx, s, p, c)
-    want: R.Ranges = ((msg.start, msg.end),)
+    want: R.TickSet = ((msg.start, msg.end),)
     finals = R.clip(R.union(s.silent, o.filtered), msg.start, msg.end)
     top = max(s.fin, o.acked)
     if top >= msg.start:

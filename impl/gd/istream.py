@@ -24,8 +24,8 @@ from __future__ import annotations
 
 from typing import Any, Final, TypeVar
 
+from gapless.impl import ticksets as R
 from gapless.impl.fmap import FMap
-from gapless.impl.gd import ranges as R
 from gapless.impl.gd.messages import Data, Knowledge
 from gapless.impl.gd.routing import on_link_changed as _links_changed
 from gapless.impl.gd.state import (
@@ -96,12 +96,12 @@ def fresh(ctx: NodeCtx, p: str, **fields: Any) -> Stream:
     return Stream(ostreams=(_NO_OSTREAM,) * len(ctx.children.get(p, ())), **fields)
 
 
-def data_ranges(s: Stream) -> R.Ranges:
+def data_ranges(s: Stream) -> R.TickSet:
     """The stream's D ticks as ranges."""
     return tuple((t, t) for t, _ in s.data)
 
 
-def known(s: Stream) -> R.Ranges:
+def known(s: Stream) -> R.TickSet:
     """D-or-F ticks above ``fin``."""
     if not s.data:
         return s.silent
@@ -118,7 +118,7 @@ def highest(s: Stream) -> int:
     return hi
 
 
-def absorb(fin: int, silent: R.Ranges) -> tuple[int, R.Ranges]:
+def absorb(fin: int, silent: R.TickSet) -> tuple[int, R.TickSet]:
     """Move the F ranges that start at or below ``fin + 1`` into the final prefix [GD §2.1]:
     ``(fin, silent)`` with no silent range touching ``fin`` (``silent`` itself if none did)."""
     while silent and silent[0][0] <= fin + 1:
@@ -149,7 +149,7 @@ def accumulate(s: Stream, msg: Knowledge, step: Step) -> tuple[Stream, list[Data
         lo = max(lo, fin + 1)
         if lo > hi or R.contains_range(silent, lo, hi):
             continue
-        piece: R.Ranges = ((lo, hi),)
+        piece: R.TickSet = ((lo, hi),)
         if data:
             piece = R.subtract(piece, tuple((t, t) for t, _ in data if lo <= t <= hi))
         if piece:
@@ -182,7 +182,7 @@ def accumulate(s: Stream, msg: Knowledge, step: Step) -> tuple[Stream, list[Data
 
 
 def _still_curious(
-    s: Stream, fin: int, silent: R.Ranges, data: tuple[tuple[int, Data], ...]
+    s: Stream, fin: int, silent: R.TickSet, data: tuple[tuple[int, Data], ...]
 ) -> tuple[tuple[int, int, int], ...]:
     """The istream's C ranges without the ticks now known [GD §3.1]."""
     curious = s.curious
@@ -218,7 +218,7 @@ def raise_fin(s: Stream, prefix: int, step: Step) -> Stream:
     return evolve(s, fin=prefix, data=data, silent=silent, curious=curious, ostreams=ostreams)
 
 
-def clip_curious(curious: FMap[str, R.Ranges], upto: int) -> FMap[str, R.Ranges]:
+def clip_curious(curious: FMap[str, R.TickSet], upto: int) -> FMap[str, R.TickSet]:
     """Per-broker C ranges without the ticks ``0..upto`` [GD §3.1]."""
     out = curious
     for x in sorted(curious):

@@ -45,8 +45,8 @@ from typing import final
 
 import attrs
 
-from gapless.impl.gd.ranges import Ranges, run_end
 from gapless.impl.knowledge import F, Kind, Knowledge
+from gapless.impl.ticksets import TickSet, run_end
 
 __all__ = [
     "PAPER_POLICY",
@@ -60,7 +60,7 @@ __all__ = [
 ]
 
 
-def paper_doubt_horizon(settled_upto: int, known: Ranges) -> int:
+def paper_doubt_horizon(settled_upto: int, known: TickSet) -> int:
     """[GD §2.3] The first tick after ``settled_upto`` that is Q (not in ``known``)."""
     t = settled_upto + 1
     end = run_end(known, t)
@@ -70,7 +70,7 @@ def paper_doubt_horizon(settled_upto: int, known: Ranges) -> int:
     return t
 
 
-def paper_nack_upstream(newly_curious: Ranges, requested: Ranges) -> Ranges:
+def paper_nack_upstream(newly_curious: TickSet, requested: TickSet) -> TickSet:
     """[GD §3.1] Nack consolidation: only ticks that were not already C go upstream."""
     return newly_curious
 
@@ -103,8 +103,8 @@ class GDPolicy:
     """The GD roles' rules (see the module doc); the default of every field is the paper's."""
 
     name: str = "paper"
-    doubt_horizon: Callable[[int, Ranges], int] = paper_doubt_horizon
-    nack_upstream: Callable[[Ranges, Ranges], Ranges] = paper_nack_upstream
+    doubt_horizon: Callable[[int, TickSet], int] = paper_doubt_horizon
+    nack_upstream: Callable[[TickSet, TickSet], TickSet] = paper_nack_upstream
     forget_curiosity: bool = True
     merge_horizon: Callable[[Sequence[int]], int] = paper_merge_horizon
     filter_transfer: Callable[[Knowledge, bool], Knowledge] = paper_filter_transfer

@@ -27,10 +27,10 @@ from __future__ import annotations
 
 from typing import Any
 
+from gapless.impl import ticksets as R
 from gapless.impl.effects import Persist, Send, SetTimer
 from gapless.impl.errors import ProtocolMisuse
 from gapless.impl.fmap import FMap
-from gapless.impl.gd import ranges as R
 from gapless.impl.gd.config import GDConfig
 from gapless.impl.gd.forwarding import (
     Outgoing,
@@ -172,7 +172,7 @@ def _publish_logged(st: PHBState, p: str, d: Data, reserved: int, step: Step) ->
     if reserved > d.tick:
         silent = R.add(silent, d.tick + 1, reserved)
     s = evolve(s, data=data_put(s.data, d), silent=silent)
-    finals: R.Ranges = ((d.tick + 1, reserved),) if reserved > d.tick else ()
+    finals: R.TickSet = ((d.tick + 1, reserved),) if reserved > d.tick else ()
     s = forward(st, s, Outgoing(pubend=p, finals=finals, data=(d,), new_data=(d,)), step)
     s = grow_a_prefix(ctx, s, step)
     return _put_released(st, p, s)
@@ -236,7 +236,7 @@ def publish_in_order(
     labels.append("K:Q->D")
     fin = s.fin
     attributes = d.attributes
-    sent: dict[tuple[int, R.Ranges], Knowledge] = {}
+    sent: dict[tuple[int, R.TickSet], Knowledge] = {}
     for ci, c in enumerate(ctx.children.get(p, ())):
         o = ostreams[ci]
         if t <= o.acked:
@@ -302,7 +302,7 @@ def _silence_tick(st: PHBState, p: str, step: Step) -> PHBState:
     if s is s0:
         return st
     step.labels.append("K:Q->F")
-    finals: R.Ranges = ((last + 1, step.now - 1),)
+    finals: R.TickSet = ((last + 1, step.now - 1),)
     s = forward(st, s, Outgoing(pubend=p, finals=finals), step)
     s = grow_a_prefix(st.ctx, s, step)
     return _put_released(st, p, s)

@@ -21,8 +21,8 @@ from __future__ import annotations
 
 from typing import Any, Final, TypeVar
 
+from gapless.impl import ticksets as R
 from gapless.impl.effects import Send, SetTimer
-from gapless.impl.gd import ranges as R
 from gapless.impl.gd.messages import LinkStatus, Nack
 from gapless.impl.gd.state import (
     BestEffortIB,
@@ -127,7 +127,7 @@ def send_up(st: GDNode, s: Stream, msg: Any, step: Step) -> None:
         step.out.append(Send(to=b, msg=msg))
 
 
-def send_nacks(st: GDNode, s: Stream, p: str, rs: R.Ranges, repeat: bool, step: Step) -> None:
+def send_nacks(st: GDNode, s: Stream, p: str, rs: R.TickSet, repeat: bool, step: Step) -> None:
     """Nack ``rs`` upstream in chunks of at most ``nack_chunk_us`` ticks [GD §3.2, §4.2]."""
     for lo, hi in R.chunks(rs, st.ctx.config.nack_chunk_us):
         send_up(st, s, Nack(pubend=p, start=lo, end=hi, retransmission=repeat), step)

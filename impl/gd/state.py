@@ -33,8 +33,8 @@ from gapless.impl.fmap import FMap
 from gapless.impl.gd.config import GDConfig
 from gapless.impl.gd.messages import Data
 from gapless.impl.gd.policy import GDPolicy
-from gapless.impl.gd.ranges import Ranges
 from gapless.impl.gd.topology import GDTopology
+from gapless.impl.ticksets import TickSet
 
 __all__ = [
     "ROLE_TYPES",
@@ -88,8 +88,8 @@ class Ostream:
     downstream broker that nacked them, and the highest tick sent to it first-time."""
 
     acked: int = -1
-    filtered: Ranges = ()
-    curious: FMap[str, Ranges] = attrs.field(factory=FMap)
+    filtered: TickSet = ()
+    curious: FMap[str, TickSet] = attrs.field(factory=FMap)
     sent_upto: int = -1
 
 
@@ -101,7 +101,7 @@ class Stream:
     state [GD §3.2]."""
 
     fin: int = -1
-    silent: Ranges = ()
+    silent: TickSet = ()
     #: D ticks above ``fin``: ``(tick, Data)`` pairs, ascending (see :func:`data_put`)
     data: tuple[tuple[int, Data], ...] = ()
     #: istream C ranges with the time they became C: ``(lo, hi, since)`` [GD §3.1].
@@ -112,7 +112,7 @@ class Stream:
     acked_sent: int = -1
     forget_armed: bool = False
     # -- SHB only ----------------------------------------------------------------------
-    nacked: Ranges = ()
+    nacked: TickSet = ()
     nack_at: int | None = None
     repeated: bool = False
     srtt: int | None = None

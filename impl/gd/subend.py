@@ -29,10 +29,10 @@ from __future__ import annotations
 
 from typing import Any, Final
 
+from gapless.impl import ticksets as R
 from gapless.impl.effects import Deliver, DeliverCohort, SetTimer
 from gapless.impl.filters import FilterIndex, FilterSyntaxError, parse_filter
 from gapless.impl.fmap import FMap
-from gapless.impl.gd import ranges as R
 from gapless.impl.gd.config import GDConfig
 from gapless.impl.gd.forwarding import from_upstream
 from gapless.impl.gd.istream import accumulate, fresh, highest, known, put, stream
@@ -216,7 +216,7 @@ def _arm_gct(st: SHBState, p: str, s: Stream, step: Step) -> Stream:
     return evolve(s, gct_mark=hi)
 
 
-def _nack(st: SHBState, p: str, s: Stream, rs: R.Ranges, step: Step) -> Stream:
+def _nack(st: SHBState, p: str, s: Stream, rs: R.TickSet, step: Step) -> Stream:
     """Send fresh nacks for ``rs`` and arm the repetition timer [GD §3.2]."""
     if not rs:
         return s

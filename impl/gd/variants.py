@@ -24,19 +24,19 @@ from typing import Any, Final
 import attrs
 
 from gapless.impl.gd.policy import PAPER_POLICY, GDPolicy
-from gapless.impl.gd.ranges import Ranges
 from gapless.impl.knowledge import Kind, Knowledge, Q
+from gapless.impl.ticksets import TickSet
 from gapless.impl.variants import Variant
 
 __all__ = ["VARIANTS"]
 
 
-def horizon_past_gaps(settled_upto: int, known: Ranges) -> int:
+def horizon_past_gaps(settled_upto: int, known: TickSet) -> int:
     """Bug: one past the highest known tick, whatever Q ticks lie below it."""
     return max(settled_upto, known[-1][1] if known else settled_upto) + 1
 
 
-def forward_every_nack(newly_curious: Ranges, requested: Ranges) -> Ranges:
+def forward_every_nack(newly_curious: TickSet, requested: TickSet) -> TickSet:
     """Bug: forward every unsatisfied tick upstream, already-C or not."""
     return requested
 

@@ -284,7 +284,7 @@ def test_sideways_silence_is_final_for_its_cell_only() -> None:
 )
 def test_ranges_clip_is_intersection_with_one_range(points: list[int], lo: int, hi: int) -> None:
     """``clip`` (bisection) agrees with the scanning ``intersect`` on every input."""
-    from gapless.impl.gd import ranges as R
+    from gapless.impl import ticksets as R
 
     pts = sorted(points)
     rs = R.normalize([(pts[i], pts[i + 1]) for i in range(0, len(pts) - 1, 2)])
