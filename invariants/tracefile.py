@@ -644,18 +644,9 @@ def read_trace(path: str | os.PathLike[str], *, matches: Callable[[str, Any], bo
     (``gapless.spec.filters.reference_matcher()``; this layer imports only ``impl``, so the
     caller passes it in); a filter it refuses (``ValueError``) is reported with its
     subscription."""
-    p = Path(path)
-    if not p.is_file():
-        raise TraceFileError(f"{p}: no such trace file")
+    p = _existing(path)
     it = _lines(p)
-    first = next(it, None)
-    if first is None:
-        raise TraceFileError(f"{p}: empty file; a trace starts with its header line")
-    ln, text = first
-    rd = _Reader(ln)
-    header = rd.obj("the header", _parse(rd, text))
-    if header.get("format") != FORMAT:
-        raise rd.fail(f"format {header.get('format')!r} is not {FORMAT!r}")
+    rd, text, header, proto = _header(p, it)
     version = header.get("version")
     if version not in _READABLE:
         raise rd.fail(
@@ -674,9 +665,6 @@ def read_trace(path: str | os.PathLike[str], *, matches: Callable[[str, Any], bo
     if type(live_end) is not bool:
         raise rd.fail(f"live_end must be true or false, not {live_end!r}")
     meta = rd.obj("meta", header.get("meta", {}))
-    proto = header.get("protocol", "gd")
-    if type(proto) is not str or not proto:
-        raise rd.fail(f"protocol must be a protocol name, not {proto!r}")
     records: list[TraceRecord] = []
     last_seq = -1
     last_time = 0
@@ -748,10 +736,21 @@ def _check_end(rd: _Reader, end: Any, records: int, digest: str) -> None:
 def read_protocol(path: str | os.PathLike[str]) -> str:
     """The protocol a trace file's header names (``"gd"`` when it names none), read from
     the header line alone; a file that is not a trace raises :class:`TraceFileError`."""
+    p = _existing(path)
+    return _header(p, _lines(p))[3]
+
+
+def _existing(path: str | os.PathLike[str]) -> Path:
     p = Path(path)
     if not p.is_file():
         raise TraceFileError(f"{p}: no such trace file")
-    first = next(_lines(p), None)
+    return p
+
+
+def _header(p: Path, it: Iterator[tuple[int, str]]) -> tuple[_Reader, str, dict[str, Any], str]:
+    """The header line of a trace file (its reader, text, object and protocol): a trace's
+    format, and a protocol name (``"gd"`` when the header names none)."""
+    first = next(it, None)
     if first is None:
         raise TraceFileError(f"{p}: empty file; a trace starts with its header line")
     ln, text = first
@@ -762,7 +761,7 @@ def read_protocol(path: str | os.PathLike[str]) -> str:
     proto = header.get("protocol", "gd")
     if type(proto) is not str or not proto:
         raise rd.fail(f"protocol must be a protocol name, not {proto!r}")
-    return proto
+    return rd, text, header, proto
 
 
 def _parse(rd: _Reader, text: str) -> Any:
