@@ -1,11 +1,15 @@
-"""The radix trie against the dict reference, operation by operation; old versions never
-change (as pyrsistent's own vector test checks its persistent vector against a list)."""
+"""The prefix trie (and the hash map under it) against dict references, operation by
+operation; old versions never change (as pyrsistent's own vector test checks its persistent
+vector against a list)."""
 
 from __future__ import annotations
+
+from typing import final
 
 from hypothesis import given
 from hypothesis import strategies as st
 
+from gapless.impl.zmq import hamt
 from gapless.impl.zmq.trie import PrefixTrie
 from gapless.spec.zmq_reference import ReferenceTrie
 
@@ -52,12 +56,76 @@ def test_trie_matches_reference_and_old_versions_never_change(
         assert list(version.items()) == snapshot
 
 
-def test_radix_edges_split_and_merge_back() -> None:
-    t, _ = PrefixTrie.empty().add(b"ABCD", "p1")
-    t2, first = t.add(b"AB", "p2")  # splits the ABCD edge
-    assert first
-    t3, result = t2.remove(b"AB", "p2")  # merges it again
-    assert result == "last"
-    assert t3 == t
-    assert t3.root[2][65][0] == b"ABCD"  # one edge, not a chain
-    assert t2.root[2][65][0] == b"AB"
+@final
+class _Key:
+    """A key whose hash the test chooses, to force leaf splits and full-hash collisions."""
+
+    def __init__(self, name: int, h: int) -> None:
+        self.name, self.h = name, h
+
+    def __hash__(self) -> int:
+        return self.h
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, _Key) and other.name == self.name
+
+
+# hashes from a small pool: many keys share all 64 bits (a collision leaf at the last level),
+# many share their low bits (splits several levels deep)
+_hashes = st.sampled_from([0, 1, 1 << 40, (1 << 40) | 1, -1, 7 << 20, 2**63 - 1, -(2**63)])
+_map_ops = st.lists(
+    st.tuples(st.booleans(), st.integers(0, 300), _hashes | st.integers(-(2**63), 2**63 - 1)),
+    max_size=400,
+)
+
+
+@given(ops=_map_ops)
+def test_hamt_matches_dict_through_splits_and_collisions(ops: list[tuple[bool, int, int]]) -> None:
+    ref: dict[_Key, int] = {}
+    root = hamt.EMPTY
+    history = []
+    for put, name, h in ops:
+        key = _Key(name, h)
+        before = root
+        if put:
+            root = hamt.assoc(root, key, name)
+            ref[key] = name
+        else:
+            root = hamt.dissoc(root, key)
+            if key not in ref:
+                assert root is before  # a no-op returns the same root
+            ref.pop(key, None)
+        assert hamt.get(root, key) == ref.get(key)
+        history.append((root, dict(ref)))
+    for version, snapshot in history:  # old versions never change
+        assert dict(hamt.items(version)) == snapshot
+        assert all(hamt.get(version, k) == v for k, v in snapshot.items())
+
+
+def test_hamt_splits_a_full_leaf_and_keeps_every_key() -> None:
+    root = hamt.EMPTY
+    keys = [b"k%d" % i for i in range(hamt.LEAF * hamt.WIDTH * 2)]
+    for i, k in enumerate(keys):
+        root = hamt.assoc(root, k, i)
+    assert isinstance(root, tuple)  # the root leaf was split, and split again below
+    assert any(isinstance(child, tuple) for child in root)
+    assert sorted(v for _, v in hamt.items(root)) == list(range(len(keys)))
+    assert hamt.get_prefixes(root, b"k12345", [1, 2, 3, 5, 6, 9]) == [1, 12, 1234]
+    for k in keys[::2]:
+        root = hamt.dissoc(root, k)
+    assert sorted(v for _, v in hamt.items(root)) == list(range(1, len(keys), 2))
+
+
+def test_equal_tries_built_in_different_orders_are_equal() -> None:
+    a, b = PrefixTrie.empty(), PrefixTrie.empty()
+    for p in (b"A", b"AB", b"", b"B"):
+        a, _ = a.add(p, "p1")
+    for p in (b"B", b"", b"AB", b"A"):
+        b, _ = b.add(p, "p1")
+    assert a == b
+    assert hash(a) == hash(b)
+    assert len(a) == 4
+    assert list(a.counts) == [0, 1, 2]  # the per-length index, ascending
+    c, _ = a.remove(b"AB", "p1")
+    assert list(c.counts) == [0, 1]
+    assert c != a
