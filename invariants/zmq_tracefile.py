@@ -1,10 +1,10 @@
 """ZeroMQ trace files: a forwarding trace as JSON Lines, judged offline by the invariants.
 
-Format ``gapless-trace``, version 1, ``"protocol": "zmq"`` (UTF-8, one JSON object per line;
+Format ``gapless-trace``, version 2, ``"protocol": "zmq"`` (UTF-8, one JSON object per line;
 bytes — topics, payloads — are JSON strings of their Latin-1 characters, so ASCII reads as
 itself and every byte round-trips):
 
-* line 1, the header: ``{"format": "gapless-trace", "version": 1, "protocol": "zmq",
+* line 1, the header: ``{"format": "gapless-trace", "version": 2, "protocol": "zmq",
   "context": {...}, "meta": {...}}``; ``context`` is the trace's
   :class:`~gapless.impl.zmq.records.ZmqTopology` — ``edges`` (``[up, down, multicast]``),
   ``subscribers``, ``publishers``, ``devices``, ``unfiltered``, ``observed`` (null or a list),
@@ -20,6 +20,14 @@ itself and every byte round-trips):
     (:class:`~gapless.impl.zmq.messages.ZmqWire`);
   - ``deliver``: ``{"subscriber", "pubend", "tick", "payload", "connection"}``;
   - ``link``: ``{"up_node", "down_node", "up"}``; ``fault``: ``{"kind", "target", "phase"}``.
+* the last line, the end record, as in GD's version 2 (``gapless.invariants.tracefile``):
+  ``{"end": {"records": N, "sha256": HEX}}`` — the number of records and the SHA-256 of every
+  line before it (the header included), each line's text without its terminator followed by
+  one ``"\n"``. A file without it was cut short (``head -n``) and is refused as incomplete,
+  never judged: a prefix of a run reads as lost messages and stale subscriptions. A count or
+  digest that disagrees, or a line after it, is refused too. Version 1 files (before the end
+  record) are still read, with :attr:`ZmqTraceFile.complete` ``None``: their truncation
+  cannot be detected, and ``gapless check`` says so.
 
 The libzmq differential test writes real libzmq's observable trace in this form
 (``tests/zmq/_zmq_rig.py``); ``gapless simulate --scenario zmq-tree --trace FILE`` writes a
@@ -29,8 +37,10 @@ world run's; ``gapless check FILE`` judges either. A malformed file raises
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
+import tempfile
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any, Final, final
@@ -55,6 +65,7 @@ from gapless.invariants.zmq import NAMES, Ledger, check_ledger
 
 __all__ = [
     "PROTOCOL",
+    "VERSION",
     "ZmqTraceFile",
     "check_zmq_trace_file",
     "read_zmq_trace",
@@ -63,19 +74,24 @@ __all__ = [
 ]
 
 PROTOCOL: Final = "zmq"
+VERSION: Final = 2
+"""The version written: 2 ends with the end record."""
+_READABLE: Final = (1, 2)  # version 1: no end record (truncation cannot be detected)
 
 
 @final
 @attrs.frozen(kw_only=True)
 class ZmqTraceFile:
     """A read ZeroMQ trace: its ``topology``, the edges ``up`` at its start, the arrival
-    ``margin_us``, its ``records`` and ``meta``."""
+    ``margin_us``, its ``records`` and ``meta``; ``complete`` is ``True`` when its end
+    record vouched for every line, ``None`` for a version 1 file (no end record)."""
 
     topology: ZmqTopology
     up: tuple[tuple[str, str], ...]
     margin_us: int | None
     records: tuple[TraceRecord, ...]
     meta: Mapping[str, Any]
+    complete: bool | None = True
 
     @property
     def live_end(self) -> bool:
@@ -153,7 +169,7 @@ def write_zmq_trace(
     other kinds, e.g. ``notify``, are left out) to ``path``; returns how many were written."""
     header = {
         "format": "gapless-trace",
-        "version": 1,
+        "version": VERSION,
         "protocol": PROTOCOL,
         "context": _context_out(topology, up, margin_us),
         "meta": dict(meta or {}),
@@ -164,8 +180,30 @@ def write_zmq_trace(
         if r.kind in kept:
             row = {"seq": r.seq, "time": r.time, "node": r.node, "kind": r.kind}
             lines.append(json.dumps({**row, "detail": _detail_out(r)}, sort_keys=True))
-    Path(path).write_text("\n".join(lines) + "\n", encoding="utf-8")
-    return len(lines) - 1
+    lines.append(_end_line(lines))
+    target = Path(path)
+    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", dir=target.parent)
+    try:  # written aside and renamed: a file is never half-written
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            fh.write("\n".join(lines) + "\n")
+        os.chmod(tmp, 0o644)
+        os.replace(tmp, target)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+    return len(lines) - 2
+
+
+def _line_bytes(text: str) -> bytes:
+    return text.rstrip("\r\n").encode("utf-8") + b"\n"
+
+
+def _end_line(lines: list[str]) -> str:
+    """The end record of a file whose lines (header and records) are ``lines``."""
+    digest = hashlib.sha256()
+    for line in lines:
+        digest.update(_line_bytes(line))
+    return json.dumps({"end": {"records": len(lines) - 1, "sha256": digest.hexdigest()}})
 
 
 class _Line:
@@ -280,30 +318,34 @@ def read_zmq_trace(path: str | os.PathLike[str]) -> ZmqTraceFile:
         raise TraceFileError(f"{p}: empty file; a trace starts with its header line")
     ln = _Line(p, 1)
     header = _json(ln, lines[0])
-    if (header.get("format"), header.get("version"), header.get("protocol")) != (
-        "gapless-trace",
-        1,
-        PROTOCOL,
+    version = header.get("version")
+    if (header.get("format"), header.get("protocol")) != ("gapless-trace", PROTOCOL) or (
+        version not in _READABLE
     ):
-        raise ln.fail("the header is not format 'gapless-trace', version 1, protocol 'zmq'")
+        raise ln.fail("the header is not format 'gapless-trace', version 1 or 2, protocol 'zmq'")
     ctx = ln.get(header, "context", dict)
     topo = _topology_in(ln, ctx)
     up = tuple((str(a), str(b)) for a, b in ln.get(ctx, "up", list))
     margin = ctx.get("margin_us")
-    records = []
+    digest = hashlib.sha256(_line_bytes(lines[0]))
+    records: list[TraceRecord] = []
+    ended = False
     for i, text in enumerate(lines[1:], start=2):
         ln = _Line(p, i)
         r = _json(ln, text)
-        kind = ln.get(r, "kind", str)
-        detail = _detail_in(ln, kind, ln.get(r, "detail", dict))
-        records.append(
-            TraceRecord(
-                seq=ln.get(r, "seq", int),
-                time=ln.get(r, "time", int),
-                node=ln.get(r, "node", str),
-                kind=kind,
-                detail=detail,
-            )
+        if version >= 2 and set(r) == {"end"}:
+            if i != len(lines):
+                raise TraceFileError(f"{p}:{i + 1}: a line after the end record")
+            _check_end(ln, r["end"], len(records), digest.hexdigest())
+            ended = True
+            break
+        digest.update(_line_bytes(text))
+        records.append(_record_in(ln, r))
+    if version >= 2 and not ended:
+        raise TraceFileError(
+            f"{p}: incomplete: no end record after {len(records)} records; the file was cut "
+            "short (a truncated trace is refused, not judged: a prefix of a run reads as lost "
+            "messages and stale subscriptions)"
         )
     return ZmqTraceFile(
         topology=topo,
@@ -311,7 +353,36 @@ def read_zmq_trace(path: str | os.PathLike[str]) -> ZmqTraceFile:
         margin_us=None if margin is None else int(margin),
         records=tuple(records),
         meta=header.get("meta", {}),
+        complete=True if version >= 2 else None,
     )
+
+
+def _record_in(ln: _Line, r: Mapping[str, Any]) -> TraceRecord:
+    kind = ln.get(r, "kind", str)
+    return TraceRecord(
+        seq=ln.get(r, "seq", int),
+        time=ln.get(r, "time", int),
+        node=ln.get(r, "node", str),
+        kind=kind,
+        detail=_detail_in(ln, kind, ln.get(r, "detail", dict)),
+    )
+
+
+def _check_end(ln: _Line, end: Any, records: int, digest: str) -> None:
+    """The end record's count and digest agree with the lines before it."""
+    if not isinstance(end, dict):
+        raise ln.fail(f"the end record {end!r} is not an object")
+    said = ln.get(end, "records", int)
+    if said != records:
+        raise ln.fail(
+            f"the end record says {said} records, the file holds {records}; the file was cut "
+            "or edited"
+        )
+    if ln.get(end, "sha256", str) != digest:
+        raise ln.fail(
+            "the end record's sha256 does not match the lines before it; the file was edited "
+            "or corrupted"
+        )
 
 
 def _json(ln: _Line, text: str) -> dict[str, Any]:

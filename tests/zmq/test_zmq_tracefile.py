@@ -3,7 +3,9 @@ refused with the line named, ``gapless check`` on them."""
 
 from __future__ import annotations
 
+import json
 import re
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -47,7 +49,7 @@ def test_offline_verdict_equals_online(tmp_path: Path) -> None:
 @pytest.mark.parametrize(
     ("line", "message"),
     [
-        ('{"format": "gapless-trace", "version": 2, "protocol": "zmq"}', ":1: the header"),
+        ('{"format": "gapless-trace", "version": 3, "protocol": "zmq"}', ":1: the header"),
         ("not json", ":1: not JSON"),
     ],
 )
@@ -80,3 +82,55 @@ def test_gapless_check_judges_a_zmq_trace(tmp_path: Path) -> None:
     failed = runner.invoke(cli, ["check", str(bad), "--invariant", "completeness"])
     assert failed.exit_code == 1
     assert "completeness violated" in failed.output
+
+
+def _written(tmp_path: Path) -> tuple[Path, list[str]]:
+    path = tmp_path / "t.jsonl"
+    write_zmq_trace(path, TREE, run_script(TREE, BASIC).records)
+    return path, path.read_text().splitlines()
+
+
+def test_the_end_record_vouches_for_every_line(tmp_path: Path) -> None:
+    path, lines = _written(tmp_path)
+    end = json.loads(lines[-1])["end"]
+    assert end["records"] == len(lines) - 2
+    tf = read_zmq_trace(path)
+    assert tf.complete is True
+    assert len(tf.records) == end["records"]
+
+
+@pytest.mark.parametrize(
+    ("cut", "message"),
+    [
+        (lambda ls: ls[:-1], "incomplete: no end record"),  # the end record itself lost
+        (lambda ls: ls[: len(ls) // 2], "incomplete: no end record"),  # head -n
+        (lambda ls: [*ls[:5], *ls[6:]], "says .* records, the file holds"),  # a line dropped
+        (lambda ls: [*ls, ls[3]], "a line after the end record"),
+        (lambda ls: [*ls[:3], ls[3].replace('"time": ', '"time": 1'), *ls[4:]], "sha256"),
+    ],
+    ids=["no-end", "head", "dropped-line", "line-after", "edited"],
+)
+def test_a_cut_or_edited_file_is_refused(
+    tmp_path: Path, cut: Callable[[list[str]], list[str]], message: str
+) -> None:
+    path, lines = _written(tmp_path)
+    path.write_text("\n".join(cut(lines)) + "\n")
+    with pytest.raises(TraceFileError, match=message):
+        read_zmq_trace(path)
+    refused = CliRunner().invoke(cli, ["check", str(path)])
+    assert refused.exit_code == 2, refused.output
+
+
+def test_a_version_1_file_is_read_with_a_warning(tmp_path: Path) -> None:
+    path, lines = _written(tmp_path)
+    header = json.loads(lines[0])
+    header["version"] = 1
+    path.write_text("\n".join([json.dumps(header), *lines[1:-1]]) + "\n")
+    tf = read_zmq_trace(path)
+    assert tf.complete is None
+    assert len(tf.records) == len(lines) - 2
+    checked = CliRunner().invoke(cli, ["check", str(path)])
+    assert checked.exit_code == 0, checked.output
+    assert "version-1 trace file" in checked.output
+    fresh = CliRunner().invoke(cli, ["check", str(_written(tmp_path)[0])])
+    assert "version-1" not in fresh.output
