@@ -58,6 +58,7 @@ from gapless.models.runspec import RunSpecError
 from gapless.models.workload import LOCS, PublishEvent, Workload
 
 __all__ = [
+    "FAN_OUT",
     "PREFIXES",
     "SUBSCRIPTIONS",
     "SUFFIXES",
@@ -164,9 +165,24 @@ def zmq_small() -> nx.Graph:
     return _graph("zmq-small", roles, [("p", "d1"), ("d1", "s1"), ("d1", "s2")])
 
 
+FAN_OUT: Final = 16
+"""Subscriber-hosting devices under ``zmq-fan``'s device."""
+
+
+def zmq_fan() -> nx.Graph:
+    """Publisher ``p``, device ``d1`` and :data:`FAN_OUT` subscriber-hosting devices
+    ``s1``... under it: with one subscriber each choosing among 19 prefixes, two of ``d1``'s
+    peers usually share a prefix, which is what reference counting is for [ZMQ "Subscription
+    Aggregation"] (the zoo runs the refcount bugs here)."""
+    roles = {"p": "phb", "d1": "ib"} | {f"s{i}": "shb" for i in range(1, FAN_OUT + 1)}
+    tree = [("p", "d1")] + [("d1", f"s{i}") for i in range(1, FAN_OUT + 1)]
+    return _graph("zmq-fan", roles, tree)
+
+
 TOPOLOGIES: Final[dict[str, Callable[[], nx.Graph]]] = {
     "zmq-tree": zmq_tree,
     "zmq-small": zmq_small,
+    "zmq-fan": zmq_fan,
 }
 
 

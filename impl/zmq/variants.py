@@ -2,7 +2,8 @@
 
 Each :class:`~gapless.impl.variants.Variant` replaces one rule of :data:`PAPER_POLICY` and
 names the invariants (``gapless.invariants.zmq``) expected to catch it and the fault kinds
-it needs ("disconnect": a subscriber goes away and comes back).
+it needs ("disconnect": a subscriber goes away and comes back); the two reference-counting
+bugs name the topology their zoo campaign runs on (:data:`SHARED_PREFIXES`).
 """
 
 from __future__ import annotations
@@ -14,7 +15,13 @@ import attrs
 from gapless.impl.variants import Variant, resolve
 from gapless.impl.zmq.policy import PAPER_POLICY, ZmqPolicy
 
-__all__ = ["VARIANTS", "policy_named"]
+__all__ = ["SHARED_PREFIXES", "VARIANTS", "policy_named"]
+
+
+SHARED_PREFIXES: Final = "zmq-fan"
+"""The topology the reference-counting bugs need: they show only when two peers of one
+device hold the same prefix and one of them lets go, which the default topology's two
+single-subscriber branches rarely arrange (``gapless.models.zmq_binding.zmq_fan``)."""
 
 
 def _bug(**changes: Any) -> ZmqPolicy:
@@ -28,6 +35,7 @@ VARIANTS: Final[dict[str, Variant]] = {
             name="forward-every-subscription",
             policy=_bug(refcount=False),
             caught_by=("subscription_consistency", "completeness"),
+            topology=SHARED_PREFIXES,
             summary="A device forwards every (un)subscription without reference counts, so "
             "one peer's unsubscription removes a prefix another still holds upstream "
             '[ZMQ "Subscription Aggregation"].',
@@ -59,6 +67,7 @@ VARIANTS: Final[dict[str, Variant]] = {
             name="unsubscribe-removes-shared-prefix",
             policy=_bug(unsubscribe_removes_prefix=True),
             caught_by=("completeness", "subscription_consistency"),
+            topology=SHARED_PREFIXES,
             summary="One peer's unsubscription removes the prefix for every peer holding it "
             '[ZMQ "Subscription Aggregation"].',
         ),

@@ -15,6 +15,7 @@ from gapless.models.workload import WorkloadSpec
 from gapless.models.zmq_binding import SUBSCRIPTIONS, subscription_of
 from gapless.spark_fuzz.config import load_config
 from gapless.spark_fuzz.runner_backend import RunnerBackend
+from gapless.spark_fuzz.zoo_campaign import suite_configs
 
 SPEC = RunSpec(
     protocol="zmq",
@@ -92,3 +93,22 @@ def test_a_campaign_without_rates_injects_only_the_protocols_fault_kinds() -> No
     spec = RunnerBackend("zmq").make_spec(config)
     kinds = {k for k, _ in spec.faults.rates}
     assert kinds == {"crash", "link_fail", "disconnect"}  # no duplication over TCP
+
+
+@pytest.mark.parametrize("name", sorted(n for n, v in VARIANTS.items() if v.topology))
+def test_the_zoo_as_users_run_it_catches_the_refcount_bugs_on_their_topology(name: str) -> None:
+    """``gapless zoo --protocol zmq`` (no config) runs each variant on the topology it names
+    too; there the default workload's single subscribers share prefixes, and a shared
+    prefix's holder leaving is what the reference-counting bugs mishandle."""
+    suite = suite_configs({"protocol": "zmq", "schedules": 40})
+    assert sorted(c.topology for c in suite) == ["zmq-fan", "zmq-small"]
+    config = next(c for c in suite if c.topology == VARIANTS[name].topology)
+    spec = attrs.evolve(RunnerBackend("zmq").make_spec(config), variant=name)
+    correct = attrs.evolve(spec, variant="none")
+    for seed in range(config.seed, config.seed + 15):
+        outcome = run(spec, generate_schedule(spec, seed), seed)
+        if outcome.verdict == "violation":
+            assert outcome.invariant in VARIANTS[name].caught_by
+            assert run(correct, generate_schedule(correct, seed), seed).verdict == "pass"
+            return
+    pytest.fail(f"{name}: no violation in the zoo's first 15 schedules on {config.topology}")
