@@ -1,14 +1,19 @@
-"""A small persistent hash map: a hash array mapped trie (HAMT) of tuples over dict leaves.
+"""A small persistent hash map: a hash array mapped trie (HAMT) of lists over dict leaves.
 
 Theory of operation
 -------------------
 The map is a tree indexed by the key's hash, ``BITS`` bits per level: an inner node is a
-tuple of ``2**BITS`` children, a leaf is a ``dict`` of at most ``LEAF`` entries (more only at
+list of ``2**BITS`` children, a leaf is a ``dict`` of at most ``LEAF`` entries (more only at
 the last level, where the hash bits run out and equal hashes share a leaf). A leaf that grows
 past ``LEAF`` is split into an inner node of leaves by the next ``BITS`` bits of the hash.
-Every update copies the nodes on one root-to-leaf path (two or three small tuples and one
+Every update copies the nodes on one root-to-leaf path (two or three lists of 32 and one
 small dict at 100,000 entries) and shares the rest with the old version, which never changes:
-no node is mutated after it is built. An update that changes nothing returns the same root.
+no node is mutated after it is built (copy on write: the only writes are to a copy made in
+the same function, before anyone else can see it). Nodes are lists and dicts rather than
+tuples and frozen maps because they are CPython's cheapest containers to copy with one
+change (``list.copy`` is a memory copy; changing one slot of a tuple costs a list, a
+conversion back and twice the time, measured). An update that changes nothing returns the
+same root.
 
 The layout depends on ``hash(key)``, which for ``bytes`` changes with ``PYTHONHASHSEED``;
 nothing observable may: :func:`items` is unordered, and callers sort what reaches a trace.
@@ -46,7 +51,7 @@ __all__ = [
 ]
 
 BITS: Final = 5
-"""Hash bits per level: inner nodes are tuples of 32 children."""
+"""Hash bits per level: inner nodes are lists of 32 children."""
 WIDTH: Final = 1 << BITS
 MASK: Final = WIDTH - 1
 LEAF: Final = 32
@@ -54,8 +59,8 @@ LEAF: Final = 32
 DEPTH: Final = 64 // BITS
 """Levels of inner nodes at most: past them the 64 hash bits are used up."""
 
-Node: TypeAlias = "tuple[Any, ...] | dict[Hashable, Any]"
-Path: TypeAlias = "tuple[int, list[tuple[Any, ...]], dict[Hashable, Any]]"
+Node: TypeAlias = "list[Any] | dict[Hashable, Any]"
+Path: TypeAlias = "tuple[int, list[list[Any]], dict[Hashable, Any]]"
 EMPTY: Final[Node] = {}
 """The empty map (a leaf; never mutated)."""
 
@@ -65,29 +70,29 @@ def get(root: Node, key: Hashable) -> Any:
     h = hash(key)
     node = root
     shift = 0
-    while type(node) is tuple:
+    while type(node) is list:
         node = node[(h >> shift) & MASK]
         shift += BITS
     assert isinstance(node, dict)
     return node.get(key)
 
 
-def _split(leaf: dict[Hashable, Any], shift: int) -> tuple[Any, ...]:
+def _split(leaf: dict[Hashable, Any], shift: int) -> list[Any]:
     """An inner node holding ``leaf``'s entries, bucketed by the hash bits at ``shift``."""
     buckets: list[dict[Hashable, Any]] = [{} for _ in range(WIDTH)]
     for k, v in leaf.items():
         buckets[(hash(k) >> shift) & MASK][k] = v
-    return tuple(buckets)
+    return list(buckets)
 
 
 def find(root: Node, key: Hashable) -> Path:
     """Where ``key`` lives or would live: its hash, the inner nodes on its way down (root
     first) and the leaf at the bottom; what :func:`put` and :func:`drop` rebuild from."""
     h = hash(key)
-    inner: list[tuple[Any, ...]] = []
+    inner: list[list[Any]] = []
     node = root
     shift = 0
-    while type(node) is tuple:
+    while type(node) is list:
         inner.append(node)
         node = node[(h >> shift) & MASK]
         shift += BITS
@@ -106,9 +111,9 @@ def put(path: Path, key: Hashable, value: Any) -> Node:
     shift = len(inner) * BITS
     for parent in reversed(inner):  # copy the way down, bottom up (inlined: the hot path)
         shift -= BITS
-        copy = list(parent)
+        copy = parent.copy()
         copy[(h >> shift) & MASK] = new
-        new = tuple(copy)
+        new = copy
     return new
 
 
@@ -137,15 +142,15 @@ def dissoc(root: Node, key: Hashable) -> Node:
     return drop(path, key)
 
 
-def _rebuild(h: int, inner: list[tuple[Any, ...]], new: Node) -> Node:
+def _rebuild(h: int, inner: list[list[Any]], new: Node) -> Node:
     """Copy the inner nodes (root first) on hash ``h``'s way down, with ``new`` in place of
     the leaf at the bottom."""
     shift = len(inner) * BITS
     for parent in reversed(inner):
         shift -= BITS
-        copy = list(parent)
+        copy = parent.copy()
         copy[(h >> shift) & MASK] = new
-        new = tuple(copy)
+        new = copy
     return new
 
 
@@ -161,7 +166,7 @@ def get_prefixes(root: Node, message: bytes, lengths: Iterable[int]) -> list[Any
         h = hash(key)
         node = root
         shift = 0
-        while type(node) is tuple:
+        while type(node) is list:
             node = node[(h >> shift) & MASK]
             shift += BITS
         assert isinstance(node, dict)
@@ -176,7 +181,7 @@ def items(root: Node) -> Iterator[tuple[Any, Any]]:
     stack = [root]
     while stack:
         node = stack.pop()
-        if type(node) is tuple:
+        if type(node) is list:
             stack.extend(node)
         else:
             assert isinstance(node, dict)

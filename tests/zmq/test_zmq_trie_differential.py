@@ -107,8 +107,8 @@ def test_hamt_splits_a_full_leaf_and_keeps_every_key() -> None:
     keys = [b"k%d" % i for i in range(hamt.LEAF * hamt.WIDTH * 2)]
     for i, k in enumerate(keys):
         root = hamt.assoc(root, k, i)
-    assert isinstance(root, tuple)  # the root leaf was split, and split again below
-    assert any(isinstance(child, tuple) for child in root)
+    assert isinstance(root, list)  # the root leaf was split, and split again below
+    assert any(isinstance(child, list) for child in root)
     assert sorted(v for _, v in hamt.items(root)) == list(range(len(keys)))
     assert hamt.get_prefixes(root, b"k12345", [1, 2, 3, 5, 6, 9]) == [1, 12, 1234]
     for k in keys[::2]:
