@@ -37,7 +37,15 @@ from gapless.impl.zmq.device import DeviceState
 from gapless.impl.zmq.messages import Data, Subscription
 from gapless.impl.zmq.trie import PrefixTrie
 
-__all__ = ["run"]
+__all__ = ["SPEEDUP_KEYS", "run"]
+
+SPEEDUP_KEYS = {
+    "trie_ops_per_s": "higher",
+    "trie_ops_per_cpu_s": "higher",
+    "trie_match_per_s": "higher",
+    "device_msgs_per_s": "higher",
+}
+"""The figures ``gapless bench zmq --baseline OLD`` compares (``speedup_vs_baseline``)."""
 
 ALPHABET = b"ABCDEFGHIJKLMNOP"
 

@@ -16,24 +16,28 @@ A (byte-wise, uncompressed) trie has one node per prefix of a key it holds; libz
 relation prefix -> pipes for the nodes whose set is not empty: every answer it gives (first,
 last, the pipes matching a message, the prefixes resent in trie order) is a function of that
 relation alone. This type keeps the same relation in a persistent hash map
-(:mod:`gapless.impl.zmq.hamt`) keyed by the prefix, plus a per-length index (how many
-prefixes of each length are held). The trie's operations map one to one:
+(:mod:`gapless.impl.zmq.hamt`) keyed by the prefix, plus a per-length index (the lengths
+prefixes have had: the depths of the trie at which nodes may carry holders). The trie's
+operations map one to one:
 
 * add / remove at a node = insert into / delete from the node's holder set, found by one hash
   lookup instead of a walk down ``len(prefix)`` edges;
 * matching walks the trie along the message and collects the holders of every node on the
   path; the nodes on that path are the message's prefixes ``message[:k]``, so looking up
-  ``message[:k]`` for each length ``k`` that the index says is held visits the same
-  holder-carrying nodes (and only those);
+  ``message[:k]`` for each length ``k`` of the index visits the same holder-carrying nodes,
+  skipping depths where no node carries anything;
 * trie (preorder, children by byte) order is byte-lexicographic order of the keys, since a
   prefix sorts before its extensions and siblings sort by their first differing byte: the
   walks sort the keys.
 
-Measured (``gapless bench zmq``, 100,000 live prefixes, alternating a new prefix's add and an
-old one's remove): the previous path-copied radix tree of dicts did 18,000-50,000 ops/s,
-dominated by copying the 16-entry child dicts of the top levels on every update; pyrsistent's
-``pmap`` about 14,000; this representation copies two or three 32-tuples and one small dict
-per update (see the README for the figures).
+Measured (``gapless bench zmq --baseline``, 100,000 live prefixes, alternating a new
+prefix's add and an old one's remove, old and new code in one run): the path-copied radix
+tree of dicts this replaced copied the 16-entry child dicts of four or five levels per update,
+recursively; pyrsistent's ``pmap`` was slower still (about 14,000 ops/s); this representation
+copies three lists of 32 and one dict of about three entries, in loops, and does about 2.2
+times the radix tree's updates per CPU second. Matching pays for it: a hash of each
+``message[:k]`` costs more than a step down a tree, and ``match`` runs at about 0.65 times
+the tree's rate (the README has the figures).
 
 Every update returns a new :class:`PrefixTrie` and leaves the old one unchanged; an update
 that changes nothing returns the same object.
@@ -71,22 +75,6 @@ REMAIN: Final = "remain"
 """``remove`` left other holders on the prefix: libzmq's ``values_remain``."""
 
 _EMPTY: Final[frozenset[Hashable]] = frozenset()
-_NO_COUNTS: Final[dict[int, int]] = {}
-
-
-def _counted(counts: dict[int, int], length: int, delta: int) -> dict[int, int]:
-    """``counts`` (prefixes held per length, keys ascending) with ``delta`` more of
-    ``length``: a new dict, its keys still ascending (dicts keep insertion order)."""
-    new = dict(counts)
-    n = new.get(length, 0) + delta
-    if not n:
-        del new[length]
-    elif n == delta:  # a length not held before: put it in its place
-        new[length] = n
-        return dict(sorted(new.items()))
-    else:
-        new[length] = n
-    return new
 
 
 @final
@@ -94,12 +82,16 @@ def _counted(counts: dict[int, int], length: int, delta: int) -> dict[int, int]:
 class PrefixTrie:
     """A persistent map from prefix (bytes) to the non-empty set of holders holding it.
 
-    Equality is by content (:meth:`items`). ``table`` maps each prefix held to its holders;
-    ``counts`` is the per-length index: how many prefixes of each length are held, keys in
-    ascending order (never mutated); ``len()`` is the number of prefixes held."""
+    Equality is by content (:meth:`items`). ``table`` maps each prefix held to its holders.
+    ``lengths`` is the per-length index, ascending: every length a prefix held by this trie
+    or an earlier version of it has had. It only grows (a new length costs one sorted copy;
+    a removal costs nothing), so it may name a length no prefix has any more: matching then
+    makes a lookup that finds nothing, and never makes more than ``len(message) + 1`` — the
+    bound of a walk down a trie. ``len()`` counts the prefixes held (a walk: not for hot
+    paths)."""
 
     table: hamt.Node = hamt.EMPTY
-    counts: dict[int, int] = _NO_COUNTS
+    lengths: tuple[int, ...] = ()
 
     @classmethod
     def empty(cls) -> PrefixTrie:
@@ -107,12 +99,12 @@ class PrefixTrie:
         return _EMPTY_TRIE
 
     def __len__(self) -> int:
-        return sum(self.counts.values())
+        return sum(1 for _ in hamt.items(self.table))
 
     def __eq__(self, other: object) -> bool:
         if not isinstance(other, PrefixTrie):
             return NotImplemented
-        return self is other or (self.counts == other.counts and self.items() == other.items())
+        return self is other or self.items() == other.items()
 
     def __hash__(self) -> int:
         return hash(self.items())
@@ -122,14 +114,16 @@ class PrefixTrie:
         holder (libzmq forwards only a first subscription upstream). Unchanged: ``self``."""
         path = hamt.find(self.table, prefix)
         holders: frozenset[Hashable] | None = path[2].get(prefix)
+        lengths = self.lengths
         if holders is None:
             table = hamt.put(path, prefix, frozenset((holder,)))
-            counts = _counted(self.counts, len(prefix), 1)
-            return PrefixTrie(table=table, counts=counts), True
+            if len(prefix) not in lengths:
+                lengths = tuple(sorted((*lengths, len(prefix))))
+            return PrefixTrie(table=table, lengths=lengths), True
         if holder in holders:
             return self, False
         table = hamt.put(path, prefix, holders | {holder})
-        return PrefixTrie(table=table, counts=self.counts), False
+        return PrefixTrie(table=table, lengths=lengths), False
 
     def remove(self, prefix: bytes, holder: Hashable) -> tuple[PrefixTrie, RemoveResult]:
         """The trie without ``holder`` on ``prefix``, and :data:`NOT_FOUND`, :data:`LAST`
@@ -140,10 +134,8 @@ class PrefixTrie:
             return self, NOT_FOUND
         if len(holders) > 1:
             table = hamt.put(path, prefix, holders - {holder})
-            return PrefixTrie(table=table, counts=self.counts), REMAIN
-        table = hamt.drop(path, prefix)
-        counts = _counted(self.counts, len(prefix), -1)
-        return PrefixTrie(table=table, counts=counts), LAST
+            return PrefixTrie(table=table, lengths=self.lengths), REMAIN
+        return PrefixTrie(table=hamt.drop(path, prefix), lengths=self.lengths), LAST
 
     def remove_holder(self, holder: Hashable) -> tuple[PrefixTrie, tuple[tuple[bytes, bool], ...]]:
         """The trie without ``holder`` anywhere (a disconnected peer [ZMQ "Disconnections and
@@ -166,7 +158,7 @@ class PrefixTrie:
         """Every holder of some prefix of ``message`` (each once) [ZMQ "Message routing &
         filtering"]: the holders on the trie path the message spells (see module doc)."""
         found = _EMPTY
-        for got in hamt.get_prefixes(self.table, message, self.counts):  # lengths ascending
+        for got in hamt.get_prefixes(self.table, message, self.lengths):
             found = found | got if found else got
         return found
 
