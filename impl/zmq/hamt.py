@@ -68,12 +68,10 @@ EMPTY: Final[Node] = {}
 def get(root: Node, key: Hashable) -> Any:
     """The value of ``key``, or None when absent."""
     h = hash(key)
-    node = root
-    shift = 0
+    node: Any = root
     while type(node) is list:
-        node = node[(h >> shift) & MASK]
-        shift += BITS
-    assert isinstance(node, dict)
+        node = node[h & MASK]
+        h >>= BITS
     return node.get(key)
 
 
@@ -88,15 +86,13 @@ def _split(leaf: dict[Hashable, Any], shift: int) -> list[Any]:
 def find(root: Node, key: Hashable) -> Path:
     """Where ``key`` lives or would live: its hash, the inner nodes on its way down (root
     first) and the leaf at the bottom; what :func:`put` and :func:`drop` rebuild from."""
-    h = hash(key)
+    h = bits = hash(key)
     inner: list[list[Any]] = []
-    node = root
-    shift = 0
+    node: Any = root
     while type(node) is list:
         inner.append(node)
-        node = node[(h >> shift) & MASK]
-        shift += BITS
-    assert isinstance(node, dict)
+        node = node[bits & MASK]
+        bits >>= BITS
     return h, inner, node
 
 
@@ -159,17 +155,16 @@ def get_prefixes(root: Node, message: bytes, lengths: Iterable[int]) -> list[Any
     to ``len(message)``, those present, shortest first: :func:`get` for each, in one call."""
     found = []
     end = len(message)
+    mask, width = MASK, BITS  # locals: this loop is the hot path of routing a message
     for k in lengths:
         if k > end:
             break
         key = message[:k]
         h = hash(key)
-        node = root
-        shift = 0
+        node: Any = root
         while type(node) is list:
-            node = node[(h >> shift) & MASK]
-            shift += BITS
-        assert isinstance(node, dict)
+            node = node[h & mask]
+            h >>= width
         got = node.get(key)
         if got is not None:
             found.append(got)
