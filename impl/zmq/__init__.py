@@ -15,7 +15,8 @@ The API
 * Wire summary: :func:`wire` gives a :class:`ZmqWire`.
 * Rules: :class:`ZmqPolicy` (:data:`PAPER_POLICY`), options :class:`XpubOptions`; the bug zoo
   is ``gapless.impl.zmq.variants.VARIANTS``; the verified type is
-  :class:`~gapless.impl.zmq.trie.PrefixTrie`.
+  :class:`~gapless.impl.zmq.trie.PrefixTrie` (over the persistent hash map
+  :mod:`gapless.impl.zmq.hamt`).
 """
 
 from __future__ import annotations

@@ -4,6 +4,7 @@ vector against a list)."""
 
 from __future__ import annotations
 
+import random
 from typing import final
 
 from hypothesis import given
@@ -131,3 +132,31 @@ def test_equal_tries_built_in_different_orders_are_equal() -> None:
     assert len(c) == 3
     assert c.lengths == (0, 1, 2)  # it only grows: a lookup of length 2 now finds nothing
     assert c.match(b"ABC") == frozenset({"p1"})
+
+
+def test_a_large_trie_agrees_with_the_reference_through_leaf_splits() -> None:
+    """Thousands of prefixes: the hash map under the trie splits its leaves several levels
+    deep; every answer still equals the reference's, and an old version is unchanged."""
+    rng = random.Random(15)
+    ref = ReferenceTrie()
+    trie = PrefixTrie.empty()
+    peers = [f"p{i}" for i in range(5)]
+    for _ in range(4_000):
+        prefix = bytes(rng.choice(b"ABCD") for _ in range(rng.randint(0, 6)))
+        peer = rng.choice(peers)
+        if rng.random() < 0.7:
+            trie, first = trie.add(prefix, peer)
+            assert first == ref.add(prefix, peer)
+        else:
+            trie, result = trie.remove(prefix, peer)
+            assert result == ref.remove(prefix, peer)
+    assert isinstance(trie.table, list)  # split at least once
+    snapshot = ref.items()
+    assert list(trie.items()) == snapshot
+    for _ in range(300):
+        probe = bytes(rng.choice(b"ABCD") for _ in range(rng.randint(0, 8)))
+        assert trie.match(probe) == ref.match(probe)
+    stripped, removed = trie.remove_holder("p0")
+    assert list(removed) == ref.remove_holder("p0")
+    assert list(stripped.items()) == ref.items()
+    assert list(trie.items()) == snapshot
