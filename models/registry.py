@@ -146,6 +146,7 @@ class ProtocolEntry:
                     "name": v.name,
                     "caught_by": list(v.caught_by),
                     "needs": list(v.needs),
+                    "topology": v.topology,
                     "summary": v.summary,
                 }
                 for v in (self.variants[n] for n in sorted(self.variants))

@@ -112,3 +112,9 @@ def test_the_zoo_as_users_run_it_catches_the_refcount_bugs_on_their_topology(nam
             assert run(correct, generate_schedule(correct, seed), seed).verdict == "pass"
             return
     pytest.fail(f"{name}: no violation in the zoo's first 15 schedules on {config.topology}")
+
+
+def test_gapless_protocols_shows_the_topology_a_variant_names() -> None:
+    described = {v["name"]: v for v in protocol("zmq").describe()["variants"]}
+    assert described["forward-every-subscription"]["topology"] == "zmq-fan"
+    assert described["sub-does-not-filter"]["topology"] is None
