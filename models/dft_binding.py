@@ -23,6 +23,7 @@ configuration (:class:`~gapless.impl.dft.config.DFTConfig`, overrides from
 
 from __future__ import annotations
 
+import random
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any, Final, final
 
@@ -94,10 +95,21 @@ def tree13() -> nx.Graph:
     return overlay(complete_tree(13, 3), ["B0", "B5", "B12"], ["B4", "B7", "B9", "B12"])
 
 
+def fig10(n: int, fanout: int = 3, publishers: int = 10, seed: int = 0) -> nx.Graph:
+    """The §IX-B network, our setup (the paper gives none): the complete tree of ``n``
+    brokers, a subscriber at every broker, ``publishers`` pubends at brokers drawn with
+    ``seed`` [DFT §IX-B]."""
+    tree = complete_tree(n, fanout)
+    hosts = random.Random(f"dft-fig10/{n}/{seed}").sample(list(tree.order), publishers)
+    return overlay(tree, hosts, tree.order)
+
+
 TOPOLOGIES: Final[Mapping[str, Callable[[], nx.Graph]]] = {
     "dft-fig1": fig1,
     "dft-chain6": chain6,
     "dft-tree13": tree13,
+    "dft-fig10-100": lambda: fig10(100),
+    "dft-fig10-500": lambda: fig10(500),
 }
 
 
@@ -168,7 +180,7 @@ def check_context(
 def within_budget(graph: nx.Graph, active: tuple[FaultEvent, ...]) -> bool:
     """Is every (pubend host, subscriber host) pair within δ failures [DFT §II] under the
     ``active`` faults?"""
-    crashed = {e.target for e in active if e.kind in ("crash", "stall_broker")}
+    crashed = {e.target for e in active if e.kind in ("crash", "stall_broker", "fail")}
     failed = {
         frozenset(e.target.split("|")) for e in active if e.kind in ("link_fail", "stall_link")
     }
