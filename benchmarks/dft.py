@@ -35,7 +35,9 @@ from typing import Any, Final
 
 from gapless.benchmarks._targets import target
 from gapless.models import dft_figures as F
-from gapless.models.dft_fig10 import fig10_point
+from gapless.models.dft_fig10 import FAIL_AT_US, fig10_point, fig10_spec
+from gapless.models.faults import FaultSchedule
+from gapless.models.run import Run
 
 __all__ = ["run"]
 
@@ -95,10 +97,6 @@ def _deep_size(obj: Any, seen: set[int]) -> int:
 
 
 def _bytes_per_broker() -> int:
-    from gapless.models.dft_fig10 import FAIL_AT_US, fig10_spec
-    from gapless.models.faults import FaultSchedule
-    from gapless.models.run import Run
-
     spec = fig10_spec(FIG10_N, 3, 2.0)
     run = Run(spec, FaultSchedule(seed=0, events=()), 0)
     run.world.run(duration_us=spec.duration_us, drain_us=FAIL_AT_US)
@@ -169,9 +167,17 @@ def _plot_fig10(fig10: dict[str, Any], path: Path) -> None:
 
     fig = Figure(figsize=(6.5, 4.5))
     ax = fig.subplots()
+    drawn: list[tuple[list[float], list[int]]] = []
     for d in FIG10_DELTAS:
         ys = [100 * fig10["points"][f"d{d}_k{k}"]["delivered_fraction"] for k in FIG10_KS]
-        ax.plot(FIG10_KS, ys, "o-", label=f"δ={d}")
+        same = next((names for prev, names in drawn if prev == ys), None)
+        if same is not None:  # coinciding series: one curve, every member in its label
+            same.append(d)
+            continue
+        drawn.append((ys, [d]))
+    for (ys, names), marker in zip(drawn, "osx^", strict=False):
+        label = " = ".join(f"δ={d}" for d in names) + (" (coincide)" if len(names) > 1 else "")
+        ax.plot(FIG10_KS, ys, marker + "-", label=label)
     ax.set_xlabel(f"failed brokers k (of {fig10['n']})")
     ax.set_ylabel("% of expected deliveries made")
     ax.set_title(

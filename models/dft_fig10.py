@@ -7,8 +7,9 @@ The paper ran 500 brokers on a cluster and gives no workload; this setup is ours
 (topologies ``dft-fig10-100`` and ``dft-fig10-500`` of :mod:`gapless.models.dft_binding`):
 the complete tree, fanout 3, a subscriber matching everything at every broker, 10 publishers
 at brokers drawn once, 2 publications/s each. The subscribers subscribe at time 0; at 0.5 s
-``k`` brokers that host no publisher fail for good (the world's ``fail``), drawn with the
-point's seed; the publishers publish until ``duration_s``, then the run drains for 2 s.
+``k`` brokers that host no publisher fail for good (the world's ``fail``): the first ``k`` of
+one random order drawn with the seed, so a larger k fails a superset; the publishers publish
+until ``duration_s``, then the run drains for 2 s.
 
 :func:`fig10_point` runs one (δ, k) point with the roles on the simulator, every invariant
 on (a run beyond δ is judged on safety alone: verdict ``out_of_budget``), and reads the
@@ -52,7 +53,10 @@ def fig10_spec(n: int, delta: int, duration_s: float) -> RunSpec:
 def _victims(n: int, k: int, seed: int) -> list[str]:
     g = fig10(n)
     hosts = {h for _, h in g.graph["pubends"]}
-    return random.Random(f"fig10-fail/{n}/{k}/{seed}").sample(sorted(set(g.nodes) - hosts), k)
+    order = random.Random(f"fig10-fail/{n}/{seed}").sample(
+        sorted(set(g.nodes) - hosts), n - len(hosts)
+    )
+    return order[:k]  # nested: the k failures of a point include those of every smaller k
 
 
 def fig10_point(n: int, delta: int, k: int, duration_s: float, seed: int = 0) -> dict[str, Any]:
