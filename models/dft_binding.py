@@ -55,6 +55,7 @@ __all__ = [
     "gap_s1",
     "make_binding",
     "overlay",
+    "slow_branch",
     "within_budget",
 ]
 
@@ -99,6 +100,16 @@ def tree13() -> nx.Graph:
     return overlay(complete_tree(13, 3), ["B0", "B5", "B12"], ["B4", "B7", "B9", "B12"])
 
 
+def slow_branch() -> nx.Graph:
+    """A hub H with a leaf L, a subscriber's broker S, and a chain C1..C12 to a publisher at
+    C12: a subscription issued at S is confirmed by L (4 link delays) long before it reaches
+    C12 (13): the window in which a broker that accepts on its first confirmation
+    [Figure 5 line 16] has accepted while the publisher still filters its publications out."""
+    joins: list[tuple[str, str | None]] = [("H", None), ("L", "H"), ("S", "H"), ("C1", "H")]
+    joins += [(f"C{i}", f"C{i - 1}") for i in range(2, 13)]
+    return overlay(PrimaryTree.build(joins), ["C12"], ["S"])
+
+
 GAP_S1_LINK_FAIL_US: Final = 100_000
 GAP_S1_HEAL_US: Final = 1_000_000
 
@@ -135,6 +146,7 @@ def fig10(n: int, fanout: int = 3, publishers: int = 10, seed: int = 0) -> nx.Gr
 TOPOLOGIES: Final[Mapping[str, Callable[[], nx.Graph]]] = {
     "dft-fig1": fig1,
     "dft-gap-s1": gap_s1,
+    "dft-slow-branch": slow_branch,
     "dft-chain6": chain6,
     "dft-tree13": tree13,
     "dft-fig10-100": lambda: fig10(100),
