@@ -298,6 +298,16 @@ def simulate(
             f"gapless simulate: --plot {str(plot)!r} must end in .png, .svg or .pdf", err=True
         )
         raise SystemExit(2)
+    if trace_file is not None:
+        from gapless.models.protocols import protocol
+
+        owner = SCENARIOS[name].protocol
+        if protocol(owner).trace_check is None:
+            click.echo(
+                f"gapless simulate: --trace: protocol {owner!r} has no trace-file format yet",
+                err=True,
+            )
+            raise SystemExit(2)
     require_writable("simulate", "--plot", plot)
     require_writable("simulate", "--trace", trace_file)
     sc, outcome, m = run_scenario(name)
@@ -307,6 +317,16 @@ def simulate(
         from gapless.models.zmq_protocol import write_world_trace
 
         write_world_trace(trace_file, sc, outcome)
+    elif trace_file is not None and sc.protocol == "dft":
+        from gapless.invariants.dft_tracefile import write_dft_trace
+        from gapless.models.run import run_context
+
+        write_dft_trace(
+            trace_file,
+            run_context(sc.spec, 0),
+            outcome.trace or (),
+            meta={"scenario": name, "seed": 0, "trace_digest": outcome.trace_digest},
+        )
     elif trace_file is not None:
         from gapless.invariants.tracefile import write_trace
         from gapless.models.run import run_context

@@ -26,6 +26,7 @@ from gapless.impl.dft.config import PAPER_POLICY, DFTConfig
 from gapless.impl.dft.messages import DFTWire
 from gapless.impl.dft.variants import VARIANTS
 from gapless.invariants.dft import DFT_INVARIANTS, DFT_SAFETY, DFTChecker
+from gapless.invariants.dft_tracefile import trace_check
 from gapless.models.dft_binding import TOPOLOGIES, check_context, make_binding, within_budget
 from gapless.models.dft_scenarios import SCENARIOS
 from gapless.models.registry import ProtocolEntry
@@ -55,5 +56,6 @@ ENTRY: Final = ProtocolEntry(
     checker=DFTChecker,
     wire_schema=DFTWire,
     within_budget=within_budget,
+    trace_check=trace_check,
 )
 """DFT's registry entry."""
