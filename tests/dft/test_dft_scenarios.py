@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+import pytest
+
 from gapless.models.dft_fig10 import fig10_point
 from gapless.models.runner import run_scenario
 
@@ -23,12 +25,14 @@ def test_gap_s1_catches_the_naive_baseline_and_the_dft_run_is_clean() -> None:
     assert m["dft_delivered"]["S1"] == ["p1", "p3"]
 
 
+@pytest.mark.slow
 def test_fig10_small_delta_keeps_more_deliveries() -> None:
-    clean = fig10_point(100, 1, 0, 1.5)
+    # 0.8 s: the failures at 0.5 s, then six publications (the bench runs 10 s)
+    clean = fig10_point(100, 1, 0, 0.8)
     assert clean["delivered_fraction"] == 1.0
     assert clean["verdict"] == "pass"
-    d0 = fig10_point(100, 0, 17, 1.5)
-    d3 = fig10_point(100, 3, 17, 1.5)
+    d0 = fig10_point(100, 0, 17, 0.8)
+    d3 = fig10_point(100, 3, 17, 0.8)
     assert d0["verdict"] in ("pass", "out_of_budget")
     assert d3["verdict"] in ("pass", "out_of_budget")
     assert d0["expected"] == d3["expected"] > 0
