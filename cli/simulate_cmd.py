@@ -311,7 +311,11 @@ def simulate(
     require_writable("simulate", "--plot", plot)
     require_writable("simulate", "--trace", trace_file)
     sc, outcome, m = run_scenario(name)
-    if plot is not None:
+    if plot is not None and name == "dft-gap-s1":
+        from gapless.cli.dft_plots import plot_gap
+
+        plot_gap(m, plot)
+    elif plot is not None:
         plot_scenario(outcome, m, plot)
     if trace_file is not None and sc.protocol == "zmq":
         from gapless.models.zmq_protocol import write_world_trace

@@ -13,8 +13,9 @@ The registered run is the δ-fault-tolerant protocol (δ = 1) with every invaria
 the gap after the heal — S2 gets p1, p3 and never p2 — not the delay during the failure).
 JSON: ``naive_violation`` (the invariant that caught the baseline), ``naive_records`` (the
 records the violation names), ``dft_violation`` (``None`` when the δ-FT run is clean), what
-each subscriber was delivered in each run, and ``dft_verdict``. Pass marks: the naive run is
-caught by ``gapless`` and the δ-FT run is clean.
+each subscriber was delivered in each run, and ``dft_verdict``; ``naive_timeline`` and
+``dft_timeline`` (``[time_s, who, what]`` per publication and delivery) and ``link_down_s``
+for the plot. Pass marks: the naive run is caught by ``gapless`` and the δ-FT run is clean.
 
 The naive run is a :class:`~gapless.models.world.World` wired to the DFT checker here, not
 through :mod:`gapless.models.run` (which reads the protocol table this module is part of).
@@ -72,6 +73,19 @@ def _delivered(records: Any) -> dict[str, list[str]]:
     return got
 
 
+def _timeline(records: Any) -> list[list[Any]]:
+    """``[time_s, who, what]`` for every publication (who: ``P@<broker>``) and delivery."""
+    rows: list[list[Any]] = []
+    count: dict[str, int] = {}
+    for r in records:
+        if r.kind == "publish":
+            count[r.detail.pubend] = count.get(r.detail.pubend, 0) + 1
+            rows.append([r.time / 1e6, f"P@{r.detail.pubend}", f"p{count[r.detail.pubend]}"])
+        elif r.kind == "deliver":
+            rows.extend([r.time / 1e6, d.subscriber, f"p{d.tick}"] for d in deliveries(r.detail))
+    return rows
+
+
 def _naive_run() -> tuple[Any, list[Any]]:
     """The script and schedule under the naive baseline: its violation and its records."""
     spec = attrs.evolve(_SPEC, variant="naive")
@@ -108,6 +122,9 @@ def gap_figures(scenario: Scenario, outcome: Any, brokers: tuple[str, ...]) -> d
         "dft_violation": outcome.invariant,
         "dft_verdict": outcome.verdict,
         "dft_delivered": _delivered(outcome.trace or ()),
+        "naive_timeline": _timeline(naive_records),
+        "dft_timeline": _timeline(outcome.trace or ()),
+        "link_down_s": [GAP_S1_LINK_FAIL_US / 1e6, GAP_S1_HEAL_US / 1e6],
     }
 
 

@@ -3,8 +3,13 @@
 
 from __future__ import annotations
 
-import pytest
+import json
+from pathlib import Path
 
+import pytest
+from click.testing import CliRunner
+
+from gapless.cli.simulate_cmd import simulate
 from gapless.models.dft_fig10 import fig10_point
 from gapless.models.runner import run_scenario
 
@@ -37,3 +42,17 @@ def test_fig10_small_delta_keeps_more_deliveries() -> None:
     assert d3["verdict"] in ("pass", "out_of_budget")
     assert d0["expected"] == d3["expected"] > 0
     assert d0["delivered_fraction"] < d3["delivered_fraction"] <= 1.0
+
+
+def test_gap_s1_cli_json_plot_and_trace(tmp_path: Path) -> None:
+    png, trace = tmp_path / "gap.png", tmp_path / "gap.jsonl"
+    res = CliRunner().invoke(
+        simulate,
+        ["--scenario", "dft-gap-s1", "--json", "--plot", str(png), "--trace", str(trace)],
+    )
+    assert res.exit_code == 0, res.output
+    doc = json.loads(res.output)
+    assert doc["naive_violation"] == "gapless"
+    assert doc["dft_violation"] is None
+    assert png.read_bytes()[:4] == b"\x89PNG"
+    assert trace.read_text().splitlines()[-1].startswith('{"end"')
