@@ -23,6 +23,7 @@ BENCHMARKS: dict[str, str] = {
     "campaign": "gapless.benchmarks.campaign",
     "zmq": "gapless.benchmarks.zmq",
     "ges": "gapless.benchmarks.ges",
+    "dft": "gapless.benchmarks.dft",
 }
 
 

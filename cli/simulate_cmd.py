@@ -298,15 +298,39 @@ def simulate(
             f"gapless simulate: --plot {str(plot)!r} must end in .png, .svg or .pdf", err=True
         )
         raise SystemExit(2)
+    if trace_file is not None:
+        from gapless.models.protocols import protocol
+
+        owner = SCENARIOS[name].protocol
+        if protocol(owner).trace_check is None:
+            click.echo(
+                f"gapless simulate: --trace: protocol {owner!r} has no trace-file format yet",
+                err=True,
+            )
+            raise SystemExit(2)
     require_writable("simulate", "--plot", plot)
     require_writable("simulate", "--trace", trace_file)
     sc, outcome, m = run_scenario(name)
-    if plot is not None:
+    if plot is not None and name == "dft-gap-s1":
+        from gapless.cli.dft_plots import plot_gap
+
+        plot_gap(m, plot)
+    elif plot is not None:
         plot_scenario(outcome, m, plot)
     if trace_file is not None and sc.protocol == "zmq":
         from gapless.models.zmq_protocol import write_world_trace
 
         write_world_trace(trace_file, sc, outcome)
+    elif trace_file is not None and sc.protocol == "dft":
+        from gapless.invariants.dft_tracefile import write_dft_trace
+        from gapless.models.run import run_context
+
+        write_dft_trace(
+            trace_file,
+            run_context(sc.spec, 0),
+            outcome.trace or (),
+            meta={"scenario": name, "seed": 0, "trace_digest": outcome.trace_digest},
+        )
     elif trace_file is not None:
         from gapless.invariants.tracefile import write_trace
         from gapless.models.run import run_context

@@ -365,6 +365,8 @@ class DFTChecker:
 
     def _on_fault(self, r: TraceRecord) -> bool:
         f = r.detail
+        if f.kind == "fail" and f.phase == "end":
+            return False  # the world's "fail" never heals: its broker stays failed
         if f.kind in _HEALS or f.phase == "end":
             if self._judge_pending(r, r.time - self.ctx.grace):
                 return True
@@ -373,7 +375,7 @@ class DFTChecker:
             else:
                 self.failed.discard(frozenset(f.target.split("|")))
             return False
-        if f.kind == "crash":
+        if f.kind in ("crash", "fail"):  # "fail": a broker that never restarts
             self.crashed.add(f.target)
         elif f.kind == "link_fail":
             self.failed.add(frozenset(f.target.split("|")))

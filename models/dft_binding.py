@@ -23,6 +23,7 @@ configuration (:class:`~gapless.impl.dft.config.DFTConfig`, overrides from
 
 from __future__ import annotations
 
+import random
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any, Final, final
 
@@ -41,15 +42,20 @@ from gapless.invariants.dft import DFTContext, pair_within_budget
 from gapless.models.binding import Binding
 from gapless.models.faults import FaultEvent
 from gapless.models.runspec import RunSpecError
-from gapless.models.workload import PublishEvent, Workload
+from gapless.models.workload import PublishEvent, Subscription, Workload
 
 __all__ = [
+    "GAP_S1_HEAL_US",
+    "GAP_S1_LINK_FAIL_US",
     "MAX_RADIUS",
     "TOPOLOGIES",
     "DFTBinding",
     "check_context",
+    "fig10",
+    "gap_s1",
     "make_binding",
     "overlay",
+    "slow_branch",
     "within_budget",
 ]
 
@@ -94,10 +100,57 @@ def tree13() -> nx.Graph:
     return overlay(complete_tree(13, 3), ["B0", "B5", "B12"], ["B4", "B7", "B9", "B12"])
 
 
+def slow_branch() -> nx.Graph:
+    """A hub H with a leaf L, a subscriber's broker S, and a chain C1..C12 to a publisher at
+    C12: a subscription issued at S is confirmed by L (4 link delays) long before it reaches
+    C12 (13): the window in which a broker that accepts on its first confirmation
+    [Figure 5 line 16] has accepted while the publisher still filters its publications out."""
+    joins: list[tuple[str, str | None]] = [("H", None), ("L", "H"), ("S", "H"), ("C1", "H")]
+    joins += [(f"C{i}", f"C{i - 1}") for i in range(2, 13)]
+    return overlay(PrimaryTree.build(joins), ["C12"], ["S"])
+
+
+GAP_S1_LINK_FAIL_US: Final = 100_000
+GAP_S1_HEAL_US: Final = 1_000_000
+
+
+def gap_s1() -> nx.Graph:
+    """Figure 1's network with the §I sequence as a scripted workload [DFT §I, "Challenge of
+    dealing with link failures"]: S1 at B3 (``loc == "USA"``) subscribes at the start; link
+    B1-B2 fails at 0.1 s (the scenario's fault, healed at 1 s); S2 at B4 (everything)
+    arrives at 0.2 s; P at B1 publishes p1 (USA), p2 (UK), p3 (USA) at 0.3, 0.4, 0.5 s —
+    all match s2, only p1 and p3 match s1."""
+    g = fig1()
+    g.graph["script"] = Workload(
+        publishes=tuple(
+            PublishEvent(at_us=300_000 + 100_000 * i, pubend="B1", index=i, attributes={"loc": loc})
+            for i, loc in enumerate(("USA", "UK", "USA"))
+        ),
+        subscriptions=(
+            Subscription(name="S1", shb="B3", filter='loc == "USA"'),
+            Subscription(name="S2", shb="B4", filter="true", arrives_us=200_000),
+        ),
+    )
+    return g
+
+
+def fig10(n: int, fanout: int = 3, publishers: int = 10, seed: int = 0) -> nx.Graph:
+    """The §IX-B network, our setup (the paper gives none): the complete tree of ``n``
+    brokers, a subscriber at every broker, ``publishers`` pubends at brokers drawn with
+    ``seed`` [DFT §IX-B]."""
+    tree = complete_tree(n, fanout)
+    hosts = random.Random(f"dft-fig10/{n}/{seed}").sample(list(tree.order), publishers)
+    return overlay(tree, hosts, tree.order)
+
+
 TOPOLOGIES: Final[Mapping[str, Callable[[], nx.Graph]]] = {
     "dft-fig1": fig1,
+    "dft-gap-s1": gap_s1,
+    "dft-slow-branch": slow_branch,
     "dft-chain6": chain6,
     "dft-tree13": tree13,
+    "dft-fig10-100": lambda: fig10(100),
+    "dft-fig10-500": lambda: fig10(500),
 }
 
 
@@ -168,7 +221,7 @@ def check_context(
 def within_budget(graph: nx.Graph, active: tuple[FaultEvent, ...]) -> bool:
     """Is every (pubend host, subscriber host) pair within δ failures [DFT §II] under the
     ``active`` faults?"""
-    crashed = {e.target for e in active if e.kind in ("crash", "stall_broker")}
+    crashed = {e.target for e in active if e.kind in ("crash", "stall_broker", "fail")}
     failed = {
         frozenset(e.target.split("|")) for e in active if e.kind in ("link_fail", "stall_link")
     }

@@ -14,9 +14,8 @@ hence a new subscription issued mid-run — during a partition, the case tags ex
 [DFT §VIII-B] is not built yet (``spec/dft.md``). Beyond δ failures on
 a primary sub-path the run is judged on safety alone (``out_of_budget``).
 
-No scenario yet: ``dft-gap-s1`` needs a subscriber that connects during a run and scripted
-publications, which the world's workloads do not offer (the §I scenario runs in
-``tests/dft`` on a small loop).
+Scenario: ``dft-gap-s1`` (:mod:`gapless.models.dft_scenarios`), the §I gap on Figure 1's
+network, from a scripted workload the topology carries.
 """
 
 from __future__ import annotations
@@ -27,7 +26,9 @@ from gapless.impl.dft.config import PAPER_POLICY, DFTConfig
 from gapless.impl.dft.messages import DFTWire
 from gapless.impl.dft.variants import VARIANTS
 from gapless.invariants.dft import DFT_INVARIANTS, DFT_SAFETY, DFTChecker
+from gapless.invariants.dft_tracefile import trace_check
 from gapless.models.dft_binding import TOPOLOGIES, check_context, make_binding, within_budget
+from gapless.models.dft_scenarios import SCENARIOS
 from gapless.models.registry import ProtocolEntry
 
 __all__ = ["ENTRY"]
@@ -47,7 +48,7 @@ ENTRY: Final = ProtocolEntry(
     variants=VARIANTS,
     topologies=TOPOLOGIES,
     default_topology="dft-fig1",
-    scenarios=(),
+    scenarios=SCENARIOS,
     fault_kinds=("link_fail", "disconnect"),
     invariants=DFT_INVARIANTS,
     safety_invariants=DFT_SAFETY,
@@ -55,5 +56,6 @@ ENTRY: Final = ProtocolEntry(
     checker=DFTChecker,
     wire_schema=DFTWire,
     within_budget=within_budget,
+    trace_check=trace_check,
 )
 """DFT's registry entry."""

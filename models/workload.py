@@ -111,12 +111,15 @@ class PublishEvent:
 @attrs.frozen(kw_only=True)
 class Subscription:
     """Subscriber ``name`` at SHB ``shb`` with ``filter`` (a ``gapless.impl.filters`` expression);
-    ``order`` is ``"publisher"`` or ``"total"`` [GD §2.3]."""
+    ``order`` is ``"publisher"`` or ``"total"`` [GD §2.3]; it connects at ``arrives_us``."""
 
     name: str
     shb: str
     filter: str
     order: str = "publisher"
+    #: When the subscriber first connects (µs; 0: at the start of the run). A scripted
+    #: workload uses it for a subscriber that arrives during a run [DFT §I].
+    arrives_us: int = 0
 
 
 @final
@@ -139,7 +142,12 @@ def _filter_for(spec: WorkloadSpec, i: int) -> str:
 def generate_workload(
     spec: WorkloadSpec, graph: nx.Graph, *, duration_us: int, seed: int
 ) -> Workload:
-    """The workload of ``spec`` on ``graph`` for ``duration_us`` of publishing."""
+    """The workload of ``spec`` on ``graph`` for ``duration_us`` of publishing; a topology
+    that carries a scripted workload (``graph.graph["script"]``, a :class:`Workload`: a
+    paper's scenario spelled out event by event) gets that instead."""
+    script = graph.graph.get("script")
+    if isinstance(script, Workload):
+        return script
     pubs = pubends(graph)
     period = round(1_000_000 / spec.rate_per_pubend)
     events: list[PublishEvent] = []

@@ -103,6 +103,7 @@ _PERSISTED: Final = 2
 _PUBLISH: Final = 3
 _FAULT: Final = 4
 _STATUS: Final = 5
+_CONNECT: Final = 6
 
 Observer = Callable[[TraceRecord], bool]
 """Called with every trace record; returning True stops the run (a violation was found)."""
@@ -524,7 +525,10 @@ class World:
         for name in sorted(self.nodes):  # boot every node at time 0
             self._input(self.nodes[name], Restart())
         for sub in sorted(self.subs):
-            self._connect(sub)
+            if self.subs[sub].arrives_us > 0:  # a scripted subscriber that arrives later
+                self._push(self.subs[sub].arrives_us, _CONNECT, sub)
+            else:
+                self._connect(sub)
         for pub in self.workload.publishes:
             if pub.at_us < duration_us:
                 self._push(pub.at_us, _PUBLISH, pub)
@@ -654,6 +658,8 @@ class World:
                 self._input(node, self.binding.publish_input(ev))
             elif code == _FAULT:
                 self._fault(item[3], item[4])
+            elif code == _CONNECT:
+                self._connect(item[3])
             else:  # _STATUS
                 for name in sorted(nodes):
                     node = nodes[name]

@@ -49,6 +49,7 @@ VARIANTS: Final[dict[str, Variant]] = {
             name="early-accept",
             policy=attrs.evolve(PAPER_POLICY, wait_for_all_confirmations=False),
             caught_by=("gapless", "safety"),
+            topology="dft-slow-branch",
             summary="A subscription is accepted on its first confirmation, before all of "
             "Out_s confirmed [Figure 5 line 16]: a publisher in a slow subtree filters out "
             "matching publications published after acceptance.",

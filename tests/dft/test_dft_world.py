@@ -10,6 +10,8 @@ from gapless.models.run import simulate
 from gapless.models.runner import generate_schedule
 from gapless.models.runspec import RunSpec
 from gapless.models.workload import WorkloadSpec
+from gapless.spark_fuzz.config import load_config
+from gapless.spark_fuzz.runner_backend import RunnerBackend
 
 _S = 1_000_000
 
@@ -103,3 +105,17 @@ def test_the_zoo_campaign_catches_a_bug_at_its_pinned_seed(
     assert (bad.verdict, bad.invariant) == ("violation", invariant), bad.explanation
     good = simulate(_zoo_spec("none"), generate_schedule(_zoo_spec("none"), seed), seed)
     assert good.verdict in ("pass", "out_of_budget"), good.explanation
+
+
+def test_the_default_zoo_catches_early_accept_on_the_slow_branch() -> None:
+    """``gapless zoo --protocol dft``'s swarm campaign on ``dft-slow-branch`` (the topology
+    the variant names): pinned, its first catching seed; the correct protocol passes it."""
+    backend = RunnerBackend("dft")
+    base = {"protocol": "dft", "topology": "dft-slow-branch", "faults": {"profile": "swarm"}}
+    for variant, want in (("early-accept", ("violation", "safety")), ("none", None)):
+        spec = backend.make_spec(load_config(None, {**base, "variant": variant}))
+        out = backend.run(spec, backend.generate_schedule(spec, 10), 10)
+        if want is None:
+            assert out.verdict in ("pass", "out_of_budget"), out.explanation
+        else:
+            assert (out.verdict, out.invariant) == want, out.explanation

@@ -1,0 +1,239 @@
+"""``gapless bench dft``: the δ-fault-tolerant protocol's §IX evaluation, Figures 9-12
+[DFT §IX], with its plots.
+
+* ``fig9`` — the Figure 9 sweep (:func:`gapless.models.dft_figures.fig9`): 1000 brokers,
+  fanout 3 and 7, δ = 0..3, k in {10, 20, 50, 100, 170}, 100 runs per point, 1000 sampled
+  live pairs per run; per ``f{fanout}_d{delta}_k{k}`` the paper's chain count
+  ``disconnected_pct`` and the protocol's own rule ``disconnected_pct_legitimate``;
+  ``fig9_wall_s`` (target <= 60 s).
+* ``fig11`` / ``fig12`` — percentiles of the Δ-neighbourhood sizes (δ = 0..3) and of the
+  active sessions after 16 and 60 failures (δ = 3, 10 failure sets each), fanout 3 and 7.
+* ``fig10`` — the Figure 10 sweep with the roles on the simulator, invariants on
+  (:func:`gapless.models.dft_fig10.fig10_point`), **scaled down** to fit two shared cores:
+  100 brokers (not 500), 10 simulated seconds (not 120), k in {0, 4, 8, 12, 17} (the
+  paper's 0, 20, 40, 60, 85 as fractions of 500: up to 17% failed), δ = 0..3, one run per
+  point, the points spread over 2 worker processes. ``delivered_fraction`` per
+  ``d{delta}_k{k}``; ``fig10_wall_s`` and ``fig10_events_per_s`` (simulator events per
+  second of one worker, summed over the points). ``bytes_per_broker``: the deep size of
+  the broker states at the end of the 100-broker, k = 0, δ = 3 run (the primary tree, which
+  every broker shares, counted once and divided out) — the 500-broker run does not fit.
+* ``plots`` — the PNG files written (``build/bench-dft/fig9.png``, ``fig10.png``,
+  ``fig11.png``, ``fig12.png``).
+
+Every result carries ``python_ns_per_iteration`` (added by ``gapless bench``) and
+``targets``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import sys
+import time
+from concurrent.futures import ProcessPoolExecutor
+from pathlib import Path
+from typing import Any, Final
+
+from gapless.benchmarks._targets import target
+from gapless.models import dft_figures as F
+from gapless.models.dft_fig10 import FAIL_AT_US, fig10_point, fig10_spec
+from gapless.models.faults import FaultSchedule
+from gapless.models.run import Run
+
+__all__ = ["run"]
+
+PLOT_DIR: Final = Path("build/bench-dft")
+FIG10_N: Final = 100
+FIG10_DURATION_S: Final = 10.0
+FIG10_KS: Final = (0, 4, 8, 12, 17)
+FIG10_DELTAS: Final = (0, 1, 2, 3)
+
+
+def _point(args: tuple[int, int, int, float]) -> dict[str, Any]:
+    n, delta, k, duration = args
+    return fig10_point(n, delta, k, duration)
+
+
+def _fig10(workers: int = 2) -> dict[str, Any]:
+    jobs = [(FIG10_N, d, k, FIG10_DURATION_S) for d in FIG10_DELTAS for k in FIG10_KS]
+    t0 = time.perf_counter()
+    with ProcessPoolExecutor(max_workers=workers) as pool:
+        points = list(pool.map(_point, jobs))
+    wall = time.perf_counter() - t0
+    events = sum(p["events"] for p in points)
+    busy = sum(p["wall_s"] for p in points)
+    return {
+        "n": FIG10_N,
+        "duration_s": FIG10_DURATION_S,
+        "points": {f"d{p['delta']}_k{p['k']}": p for p in points},
+        "fig10_wall_s": round(wall, 1),
+        "fig10_events": events,
+        "fig10_events_per_s": round(events / busy) if busy else None,
+    }
+
+
+def _deep_size(obj: Any, seen: set[int]) -> int:
+    """Bytes reachable from ``obj`` not already in ``seen`` (attrs slots, containers)."""
+    total = 0
+    stack = [obj]
+    while stack:
+        o = stack.pop()
+        if id(o) in seen or isinstance(o, type):
+            continue
+        seen.add(id(o))
+        total += sys.getsizeof(o)
+        if isinstance(o, dict):
+            stack.extend(o.keys())
+            stack.extend(o.values())
+        elif isinstance(o, list | tuple | set | frozenset):
+            stack.extend(o)
+        elif hasattr(o, "__slots__"):
+            stack.extend(getattr(o, s) for s in o.__slots__ if hasattr(o, s))
+        elif hasattr(o, "__dict__"):
+            stack.append(vars(o))
+        elif hasattr(o, "__iter__") and not isinstance(o, str | bytes):
+            with contextlib.suppress(TypeError):
+                stack.extend(o.items() if hasattr(o, "items") else o)
+    return total
+
+
+def _bytes_per_broker() -> int:
+    spec = fig10_spec(FIG10_N, 3, 2.0)
+    run = Run(spec, FaultSchedule(seed=0, events=()), 0)
+    run.world.run(duration_us=spec.duration_us, drain_us=FAIL_AT_US)
+    states = [node.state for node in run.world.nodes.values()]
+    seen: set[int] = set()
+    _deep_size(states[0].tree, seen)  # shared by every broker: not per broker
+    return sum(_deep_size(s, seen) for s in states) // len(states)
+
+
+def _plot_fig9(fig9: dict[str, Any], path: Path) -> None:
+    from matplotlib.figure import Figure
+
+    fig = Figure(figsize=(11, 4.5))
+    axes = fig.subplots(1, 2, sharey=True)
+    pts = fig9["points"]
+    for ax, f in zip(axes, (3, 7), strict=True):
+        for d, colour in zip(F.FIG9_DELTAS, ("C0", "C1", "C2", "C3"), strict=True):
+            ks = list(F.FIG9_KS)
+            ax.plot(
+                ks,
+                [pts[f"f{f}_d{d}_k{k}"]["disconnected_pct"] for k in ks],
+                "o-",
+                color=colour,
+                label=f"δ={d} chain of δ+1 (paper)",
+            )
+            ax.plot(
+                ks,
+                [pts[f"f{f}_d{d}_k{k}"]["disconnected_pct_legitimate"] for k in ks],
+                "x--",
+                color=colour,
+                label=f"δ={d} legitimate propagation",
+            )
+        ax.set_title(f"fanout {f}, 1000 brokers, {fig9['runs']} runs/point")
+        ax.set_xlabel("failed brokers k")
+        ax.grid(alpha=0.3)
+    axes[0].set_ylabel("% live broker pairs disconnected")
+    axes[1].legend(fontsize=7)
+    fig.suptitle("DFT Figure 9: connectivity after k random broker failures")
+    fig.tight_layout()
+    fig.savefig(path, dpi=90)
+
+
+def _plot_cdfs(
+    data: dict[str, Any], keys: list[list[tuple[str, str]]], title: str, path: Path
+) -> None:
+    from matplotlib.figure import Figure
+
+    fig = Figure(figsize=(11, 4.5))
+    axes = fig.subplots(1, 2)
+    for ax, series, f in zip(axes, keys, (3, 7), strict=True):
+        for key, label in series:
+            xs, ys = F.cdf(data[key]["values"])
+            ax.step(xs, ys, where="post", label=label)
+        ax.set_xscale("log")
+        ax.set_title(f"fanout {f}, 1000 brokers")
+        ax.set_ylabel("fraction of brokers (CDF)")
+        ax.grid(alpha=0.3)
+        ax.legend(fontsize=8)
+    axes[0].set_xlabel(title.split(": ")[1])
+    axes[1].set_xlabel(title.split(": ")[1])
+    fig.suptitle(title)
+    fig.tight_layout()
+    fig.savefig(path, dpi=90)
+
+
+def _plot_fig10(fig10: dict[str, Any], path: Path) -> None:
+    from matplotlib.figure import Figure
+
+    fig = Figure(figsize=(6.5, 4.5))
+    ax = fig.subplots()
+    drawn: list[tuple[list[float], list[int]]] = []
+    for d in FIG10_DELTAS:
+        ys = [100 * fig10["points"][f"d{d}_k{k}"]["delivered_fraction"] for k in FIG10_KS]
+        same = next((names for prev, names in drawn if prev == ys), None)
+        if same is not None:  # coinciding series: one curve, every member in its label
+            same.append(d)
+            continue
+        drawn.append((ys, [d]))
+    for (ys, names), marker in zip(drawn, "osx^", strict=False):
+        label = " = ".join(f"δ={d}" for d in names) + (" (coincide)" if len(names) > 1 else "")
+        ax.plot(FIG10_KS, ys, marker + "-", label=label)
+    ax.set_xlabel(f"failed brokers k (of {fig10['n']})")
+    ax.set_ylabel("% of expected deliveries made")
+    ax.set_title(
+        f"DFT Figure 10 (scaled): {fig10['n']} brokers, {fig10['duration_s']:g} s, "
+        "10 publishers × 2/s"
+    )
+    ax.grid(alpha=0.3)
+    ax.legend()
+    fig.tight_layout()
+    fig.savefig(path, dpi=90)
+
+
+def run() -> dict[str, Any]:
+    """Figures 9-12 and their plots (see module doc)."""
+    t0 = time.perf_counter()
+    fig9 = F.fig9()
+    fig9_wall = time.perf_counter() - t0
+    fig11 = F.fig11()
+    fig12 = F.fig12()
+    fig10 = _fig10()
+    per_broker = _bytes_per_broker()
+    PLOT_DIR.mkdir(parents=True, exist_ok=True)
+    plots = {name: str(PLOT_DIR / f"{name}.png") for name in ("fig9", "fig10", "fig11", "fig12")}
+    _plot_fig9(fig9, Path(plots["fig9"]))
+    _plot_fig10(fig10, Path(plots["fig10"]))
+    _plot_cdfs(
+        fig11,
+        [[(f"f{f}_d{d}", f"δ={d}") for d in F.FIG9_DELTAS] for f in (3, 7)],
+        "DFT Figure 11: Δ-neighbourhood size",
+        Path(plots["fig11"]),
+    )
+    _plot_cdfs(
+        fig12,
+        [[(f"f{f}_k{k}", f"{k} failures, δ=3") for k in (16, 60)] for f in (3, 7)],
+        "DFT Figure 12: active sessions per live broker",
+        Path(plots["fig12"]),
+    )
+    strip = {k: {p: v for p, v in d.items() if p != "values"} for k, d in fig11.items()}
+    strip12 = {k: {p: v for p, v in d.items() if p != "values"} for k, d in fig12.items()}
+    return {
+        "fig9": fig9["points"],
+        "fig9_runs": fig9["runs"],
+        "fig9_pairs_per_run": fig9["pairs_per_run"],
+        "fig9_wall_s": round(fig9_wall, 1),
+        "fig11": strip,
+        "fig12": strip12,
+        "fig10": {
+            k: {f: p[f] for f in ("delivered_fraction", "delivered", "expected", "verdict")}
+            for k, p in fig10["points"].items()
+        },
+        "fig10_setup": f"{fig10['n']} brokers, fanout 3, {fig10['duration_s']:g} s, "
+        "10 publishers x 2/s, a match-all subscriber per broker, one run per point",
+        "fig10_wall_s": fig10["fig10_wall_s"],
+        "fig10_events": fig10["fig10_events"],
+        "fig10_events_per_s": fig10["fig10_events_per_s"],
+        "bytes_per_broker": per_broker,
+        "plots": plots,
+        "targets": {"fig9_wall_s": target(round(fig9_wall, 1), 60, at_least=False)},
+    }

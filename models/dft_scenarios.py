@@ -1,0 +1,152 @@
+"""DFT scenarios: ``dft-gap-s1``, the §I gap on Figure 1's network [DFT §I].
+
+Theory of operation
+-------------------
+The topology ``dft-gap-s1`` (:func:`gapless.models.dft_binding.gap_s1`) carries the §I
+sequence as a scripted workload: S1 subscribes at B3 at the start, S2 arrives at B4 at
+0.2 s, P publishes p1, p2, p3 at B1 (all match s2; only p1 and p3 match s1). The scenario's
+one fault fails link B1-B2 from 0.1 s to 1 s, so s2 is issued while B1 is cut off from B2.
+
+The registered run is the δ-fault-tolerant protocol (δ = 1) with every invariant on.
+:func:`gap_figures` also runs the same script and schedule with the naive baseline (variant
+``naive``, [DFT §I]) and judges it on the safety invariants (``DFT_SAFETY``: §I's claim is
+the gap after the heal — S2 gets p1, p3 and never p2 — not the delay during the failure).
+JSON: ``naive_violation`` (the invariant that caught the baseline), ``naive_records`` (the
+records the violation names), ``dft_violation`` (``None`` when the δ-FT run is clean), what
+each subscriber was delivered in each run, and ``dft_verdict``; ``naive_timeline`` and
+``dft_timeline`` (``[time_s, who, what]`` per publication and delivery) and ``link_down_s``
+for the plot. Pass marks: the naive run is caught by ``gapless`` and the δ-FT run is clean.
+
+The naive run is a :class:`~gapless.models.world.World` wired to the DFT checker here, not
+through :mod:`gapless.models.run` (which reads the protocol table this module is part of).
+"""
+
+from __future__ import annotations
+
+from typing import Any, Final
+
+import attrs
+
+from gapless.impl.effects import deliveries
+from gapless.impl.trace import TraceRecord
+from gapless.invariants.dft import DFT_SAFETY, DFTChecker
+from gapless.models.dft_binding import (
+    GAP_S1_HEAL_US,
+    GAP_S1_LINK_FAIL_US,
+    check_context,
+    gap_s1,
+    make_binding,
+)
+from gapless.models.faults import FaultEvent, FaultSchedule
+from gapless.models.registry import Scenario
+from gapless.models.runspec import RunSpec
+from gapless.models.world import World
+from gapless.spec.filters import reference_matcher
+
+__all__ = ["SCENARIOS", "gap_figures", "gap_pass_marks"]
+
+_SPEC: Final = RunSpec(
+    protocol="dft",
+    topology="dft-gap-s1",
+    duration_us=2_000_000,
+    drain_us=1_000_000,
+    config=(("delta", 1),),
+)
+_EVENTS: Final = (
+    FaultEvent(
+        kind="link_fail",
+        at_us=GAP_S1_LINK_FAIL_US,
+        duration_us=GAP_S1_HEAL_US - GAP_S1_LINK_FAIL_US,
+        target="B1|B2",
+        stream=0,
+    ),
+)
+
+
+def _delivered(records: Any) -> dict[str, list[str]]:
+    """Per subscriber, the publications delivered to it, as ``p1``, ``p2``... in order."""
+    got: dict[str, list[str]] = {}
+    for r in records:
+        if r.kind == "deliver":
+            for d in deliveries(r.detail):
+                got.setdefault(d.subscriber, []).append(f"p{d.tick}")
+    return got
+
+
+def _timeline(records: Any) -> list[list[Any]]:
+    """``[time_s, who, what]`` for every publication (who: ``P@<broker>``) and delivery."""
+    rows: list[list[Any]] = []
+    count: dict[str, int] = {}
+    for r in records:
+        if r.kind == "publish":
+            count[r.detail.pubend] = count.get(r.detail.pubend, 0) + 1
+            rows.append([r.time / 1e6, f"P@{r.detail.pubend}", f"p{count[r.detail.pubend]}"])
+        elif r.kind == "deliver":
+            rows.extend([r.time / 1e6, d.subscriber, f"p{d.tick}"] for d in deliveries(r.detail))
+    return rows
+
+
+def _naive_run() -> tuple[Any, list[Any]]:
+    """The script and schedule under the naive baseline: its violation and its records."""
+    spec = attrs.evolve(_SPEC, variant="naive")
+    graph = gap_s1()
+    workload = graph.graph["script"]
+    binding = make_binding(spec, graph, workload)
+    checker = DFTChecker(check_context(graph, workload, binding, reference_matcher()), DFT_SAFETY)
+    world = World(
+        graph=graph,
+        workload=workload,
+        schedule=FaultSchedule(seed=0, events=_EVENTS),
+        seed=0,
+        binding=binding,
+        observer=checker.observe,
+        record=True,
+    )
+    world.run(duration_us=spec.duration_us, drain_us=spec.drain_us)
+    if checker.violation is None:
+        checker.finish(
+            TraceRecord(seq=len(world.records), time=world.now, node="-", kind="end", detail=None)
+        )
+    return checker.violation, world.records
+
+
+def gap_figures(scenario: Scenario, outcome: Any, brokers: tuple[str, ...]) -> dict[str, Any]:
+    """The figures of ``dft-gap-s1`` (see module doc); ``outcome`` is the δ-FT run's."""
+    naive, naive_records = _naive_run()
+    return {
+        "scenario": scenario.name,
+        "naive_violation": naive.invariant if naive is not None else None,
+        "naive_explanation": naive.explain() if naive is not None else None,
+        "naive_records": [repr(e) for e in naive.events] if naive is not None else [],
+        "naive_delivered": _delivered(naive_records),
+        "dft_violation": outcome.invariant,
+        "dft_verdict": outcome.verdict,
+        "dft_delivered": _delivered(outcome.trace or ()),
+        "naive_timeline": _timeline(naive_records),
+        "dft_timeline": _timeline(outcome.trace or ()),
+        "link_down_s": [GAP_S1_LINK_FAIL_US / 1e6, GAP_S1_HEAL_US / 1e6],
+    }
+
+
+def gap_pass_marks(name: str, figures: dict[str, Any]) -> dict[str, bool]:
+    """The §I claims: the naive baseline delivers a gapped flow and the gapless invariant
+    reports it; the δ-fault-tolerant protocol never delivers one."""
+    return {
+        "naive baseline caught by gapless": figures["naive_violation"] == "gapless",
+        "δ-FT run clean": figures["dft_violation"] is None and figures["dft_verdict"] == "pass",
+    }
+
+
+SCENARIOS: Final = (
+    Scenario(
+        name="dft-gap-s1",
+        protocol="dft",
+        description="§I on Figure 1's network: s2 issued while B1-B2 is down; p2 matches "
+        "only s2 (naive baseline: gap; δ-FT: none)",
+        spec=_SPEC,
+        events=_EVENTS,
+        figures=gap_figures,
+        pass_marks=gap_pass_marks,
+    ),
+)
+"""DFT's scenarios."""
