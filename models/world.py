@@ -223,8 +223,8 @@ class World:
             self._rseq += 1
             return
         r = TraceRecord(seq=self._rseq, time=self.now, node=node, kind=kind, detail=detail)
+        self.digest.add_fields(self._rseq, self.now, node, kind, detail)
         self._rseq += 1
-        self.digest.add(r)
         if self.record:
             self.records.append(r)
         if self.observer is not None and self.observer(r):
