@@ -196,6 +196,9 @@ class Ledger:
         # connections
         self.conns: dict[str, Conn] = {}
         self.all_conns: list[Conn] = []
+        #: bumped by every connect and disconnect record: what a plug-in learnt about a group
+        #: of connections holds while it is unchanged (GD's delivery cohorts)
+        self.conn_epoch = 0
         # acknowledgements on the wire
         self.acked_from_cell: dict[tuple[str, str, str], int] = {}
         self.pubend_acked: dict[str, int] = {}
@@ -267,11 +270,13 @@ class Ledger:
         c = Conn(d.subscriber, r.node, d.connection, d.filter, r.time)
         self.conns[d.subscriber] = c
         self.all_conns.append(c)
+        self.conn_epoch += 1
 
     def _on_disconnect(self, r: TraceRecord) -> None:
         old = self.conns.get(r.detail.subscriber)
         if old is not None:
             old.live = False
+        self.conn_epoch += 1
 
     def record_delivery(self, c: Conn, pubend: str, tick: int, r: TraceRecord) -> None:
         """Add that connection ``c`` delivered ``(pubend, tick)`` at record ``r``."""

@@ -109,6 +109,19 @@ Observer = Callable[[TraceRecord], bool]
 """Called with every trace record; returning True stops the run (a violation was found)."""
 
 
+def _randint0(rng: random.Random, hi: int) -> int:
+    """``rng.randint(0, hi)`` (``hi`` >= 0), drawn exactly as CPython draws it — the fewest
+    bits that hold ``hi``, redrawn while above it — without ``randint``'s argument checks on
+    the hot path (a test pins equality with ``randint``)."""
+    n = hi + 1
+    k = n.bit_length()
+    getrandbits = rng.getrandbits
+    r = getrandbits(k)
+    while r >= n:
+        r = getrandbits(k)
+    return r
+
+
 @final
 class _Node:
     __slots__ = ("alive", "epoch", "name", "neighbours", "stalled", "state", "timers")
@@ -183,9 +196,13 @@ class World:
             nbs = tuple(sorted(graph.neighbors(name)))
             self.nodes[name] = _Node(name, states[name], nbs)
         self.links: dict[str, _Link] = {}
+        # sender -> receiver -> their link (both directions), so the hot paths skip link_name
+        self._link_to: dict[str, dict[str, _Link]] = {name: {} for name in self.nodes}
         for a, b in sorted(tuple(sorted(e)) for e in graph.edges):
             ln = link_name(a, b)
-            self.links[ln] = _Link(random.Random(derive_seed(seed, "link", ln)))
+            self.links[ln] = link = _Link(random.Random(derive_seed(seed, "link", ln)))
+            if a != b:
+                self._link_to[a][b] = self._link_to[b][a] = link
         # subscribers: name -> (shb, filter); connection numbers; who is disconnected by a fault
         self.subs = {s.name: s for s in workload.subscriptions}
         self.conn: dict[str, int] = {}
@@ -224,8 +241,8 @@ class World:
             self._rseq += 1
             return
         r = TraceRecord(seq=self._rseq, time=self.now, node=node, kind=kind, detail=detail)
+        self.digest.add_fields(self._rseq, self.now, node, kind, detail)
         self._rseq += 1
-        self.digest.add(r)
         if self.record:
             self.records.append(r)
         if self.observer is not None and self.observer(r):
@@ -282,7 +299,7 @@ class World:
         src, to, msg = node.name, eff.to, eff.msg
         wire = self.binding.wire(msg)
         self._rec(src, "send", Sent(to=to, msg=msg, wire=wire))
-        link = self.links.get(link_name(src, to)) if to != src else None
+        link = self._link_to[src].get(to) if to != src else None
         reason = None
         if link is None:
             reason = "no link"
@@ -312,14 +329,16 @@ class World:
             else:  # reorder
                 extra += rng.randint(0, ev.max_delay_us)
                 reordered = True
-        jitter = link.rng.randint(0, self.jitter) if self.jitter else 0
+        jitter = _randint0(link.rng, self.jitter) if self.jitter else 0
         arrival = self.now + self.delay + jitter + extra
         direction = src + ">" + to
         if not reordered:
             arrival = max(arrival, link.last.get(direction, 0))
             link.last[direction] = arrival
-        for c in range(copies):
-            self._push(arrival + c, _ARRIVE, to, src, msg, link.epoch, wire)
+        q = self._queue
+        for c in range(copies):  # _push, inline (one heap entry per copy, no argument tuple)
+            self._seq += 1
+            heapq.heappush(q, (arrival + c, self._seq, _ARRIVE, to, src, msg, link.epoch, wire))
 
     # ---------------------------------------------------------------- faults
 
@@ -616,7 +635,7 @@ class World:
             if code == _ARRIVE:
                 _t, _s, _c, to, src, msg, epoch, wire = item
                 node = nodes[to]
-                link = self.links[link_name(src, to)]
+                link = self._link_to[src][to]
                 if not node.alive or link.epoch != epoch:
                     self._rec(
                         to,

@@ -26,7 +26,7 @@ from collections.abc import Callable, Iterable, Mapping
 from typing import ClassVar, Final, final
 
 from gapless.impl.trace import TraceRecord, Wire
-from gapless.invariants.plugin import Ledger, Plugin, Report
+from gapless.invariants.plugin import Conn, Ledger, Plugin, Report
 
 __all__ = ["NAMES", "GDConformance"]
 
@@ -62,6 +62,21 @@ class GDConformance(Plugin):
         self.nack_hist: dict[tuple[str, str], list[tuple[int, tuple[tuple[int, int], ...]]]] = {}
         self.nacked: dict[tuple[str, str, str], list[tuple[int, int]]] = {}
         self.ack_checked: dict[tuple[str, str], int] = {}
+        # SHBs -> (ledger.conn_epoch, their live connections by subscriber): the same until
+        # the next connect or disconnect record
+        self._live: dict[tuple[str, ...], tuple[int, tuple[Conn, ...]]] = {}
+
+    def _live_at(self, shbs: tuple[str, ...]) -> tuple[Conn, ...]:
+        """The live connections at the SHBs ``shbs``, sorted by subscriber."""
+        ledger = self.ledger
+        got = self._live.get(shbs)
+        if got is not None and got[0] == ledger.conn_epoch:
+            return got[1]
+        live = sorted(
+            (c for c in ledger.conns.values() if c.live and c.shb in shbs), key=lambda c: c.sub
+        )
+        self._live[shbs] = (ledger.conn_epoch, tuple(live))
+        return tuple(live)
 
     def observe(self, r: TraceRecord) -> bool:
         if r.kind == "send":
@@ -177,8 +192,7 @@ class GDConformance(Plugin):
     ) -> bool:
         """An SHB acked a tick some live connection it hosts needed but was not delivered."""
         ledger = self.ledger
-        live = [c for c in ledger.conns.values() if c.live and c.shb == src]
-        live.sort(key=lambda c: c.sub)
+        live = self._live_at((src,))
         for t in ticks:
             pt = None
             for c in live:
@@ -215,9 +229,7 @@ class GDConformance(Plugin):
         src_cell = self.ctx.cell_of.get(src, src)
         for down in sorted(ledger.down_cells.get(src_cell, ())):
             got = ledger.acked_from_cell.get((down, src_cell, pubend), -1)
-            below = ledger.shbs_below(down)
-            live = [c for c in ledger.conns.values() if c.live and c.shb in below]
-            live.sort(key=lambda c: c.sub)
+            live = self._live_at(ledger.shbs_below(down))
             if not live:
                 continue
             for t in ticks[max(lo, bisect.bisect_right(ticks, got)) : hi]:

@@ -28,6 +28,17 @@ records' data ticks and, after the run, the ledger:
 The plug-in adds deliveries to the ledger itself (``records_deliveries``): a cohort of
 ordinary deliveries (live connection, matching filter, a new tick above the last one, nothing
 logged in between) is judged and added in one pass (:meth:`GDDelivery._deliver_cohort`).
+
+Checks per cohort, not per member (issue 17): the SHB names a cohort by one ``to`` tuple for
+as long as its members and their connections stay the same. The plug-in remembers, per such
+tuple, its members' connections as they were at the last connect or disconnect record
+(:attr:`~gapless.invariants.plugin.Ledger.conn_epoch`): each one the subscriber's current,
+live connection at this SHB with the member's number, no subscriber twice. While no connect
+or disconnect separates them, members that also agree on their last tick of the pubend (and
+of the merged stream) share every verdict of the per-member fast path — the filter matches,
+the tick is new, nothing logged in between was skipped — so it is judged once per filter
+(:meth:`GDDelivery._shared_verdict`). Members that disagree, or any failed check, go through
+the per-member path, which judges each in full.
 """
 
 from __future__ import annotations
@@ -72,6 +83,8 @@ class GDDelivery(Plugin):
         self.on = report.on
         self._fail = report.fail
         self._matches = ledger.matches
+        # id(to) -> (to, SHB, ledger.conn_epoch, members' connections, their filters)
+        self._cohorts: dict[int, tuple[Any, str, int, tuple[Conn, ...], tuple[str, ...]]] = {}
 
     # ------------------------------------------------------------------ observe
 
@@ -118,6 +131,92 @@ class GDDelivery(Plugin):
         return self._deliver_one(r, d.subscriber, d.connection, d.pubend, d.tick, entry, False)
 
     def _deliver_cohort(
+        self,
+        r: TraceRecord,
+        to: tuple[tuple[str, int], ...],
+        pubend: str,
+        tick: int,
+        entry: LogEntry | None,
+    ) -> bool:
+        """A cohort's deliveries: one shared verdict when its members are interchangeable
+        (see the module doc), else each member on its own."""
+        if entry is not None:
+            cohort = self._cohort(to, r.node)
+            if cohort is not None and self._shared_verdict(r, cohort, pubend, tick):
+                return False
+        return self._deliver_members(r, to, pubend, tick, entry)
+
+    def _cohort(
+        self, to: tuple[tuple[str, int], ...], node: str
+    ) -> tuple[tuple[Conn, ...], tuple[str, ...]] | None:
+        """The connections of the members of ``to`` delivered at ``node`` and their distinct
+        filters, when every member names its subscriber's current, live connection at
+        ``node`` and no subscriber comes twice; None otherwise. Remembered per ``to`` until
+        the next connect or disconnect record."""
+        epoch = self.ledger.conn_epoch
+        got = self._cohorts.get(id(to))
+        if got is not None and got[0] is to and got[1] == node and got[2] == epoch:
+            return got[3], got[4]
+        conns = self.conns
+        members: list[Conn] = []
+        for sub, conn in to:
+            c = conns.get(sub)
+            if c is None or not c.live or c.n != conn or c.shb != node:
+                return None
+            members.append(c)
+        if len({c.sub for c in members}) != len(members):
+            return None
+        cs = tuple(members)
+        filters = tuple(sorted({c.filter for c in cs}))
+        if len(self._cohorts) >= 4096:
+            self._cohorts.clear()
+        self._cohorts[id(to)] = (to, node, epoch, cs, filters)
+        return cs, filters
+
+    def _shared_verdict(
+        self,
+        r: TraceRecord,
+        cohort: tuple[tuple[Conn, ...], tuple[str, ...]],
+        pubend: str,
+        tick: int,
+    ) -> bool:
+        """When every member of a :meth:`_cohort` has the same last tick of ``pubend`` (and of
+        the merged stream), judge the per-member fast path's checks once: a new tick above
+        that last one (so not yet seen: a connection's last tick is the highest it has seen),
+        a match for each filter, nothing logged in between. If they all hold, add every
+        member's delivery as :meth:`Ledger.record_delivery` does and return True; otherwise
+        return False and leave everything to the per-member path."""
+        cs, filters = cohort
+        merged = pubend in self.merged
+        if merged:
+            states = {(c.last.get(pubend, -1), c.last_any) for c in cs}
+        else:
+            states = {(c.last.get(pubend, -1), -1) for c in cs}
+        if len(states) != 1:
+            return False
+        ((last, last_any),) = states
+        if tick <= last or (merged and tick <= last_any):
+            return False
+        for flt in filters:
+            if not self._matches(flt, pubend, tick):
+                return False
+        if self.on["gapless"]:
+            ticks = self.logged_sorted.get(pubend, [])
+            if bisect.bisect_right(ticks, last) < bisect.bisect_left(ticks, tick):
+                return False
+        for c in cs:
+            seen = c.seen.get(pubend)
+            if seen is None:
+                c.seen[pubend] = {tick}
+            else:
+                seen.add(tick)
+            c.last[pubend] = tick
+            c.records[pubend] = r
+            if merged:
+                c.last_any = tick
+        return True
+
+    def _deliver_members(
         self,
         r: TraceRecord,
         to: tuple[tuple[str, int], ...],

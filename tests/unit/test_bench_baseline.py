@@ -47,3 +47,17 @@ def test_a_bad_baseline_is_refused(tmp_path: Path) -> None:
     r = CliRunner().invoke(cli, ["bench", "streams", "--baseline", str(tmp_path)])
     assert r.exit_code == 2
     assert "not a gapless checkout" in r.output
+
+
+def test_sim_derives_a_baseline_iterations_per_message_from_its_speed() -> None:
+    from gapless.benchmarks.sim import baseline_figures
+
+    new = {"fig3_published": 5900, "python_ns_per_iteration": 200.0}
+    # 60 simulated s at 10x per CPU s: 6 CPU s over 5,900 messages at 200 ns per iteration
+    got = baseline_figures({"sim_speedup_fig3_per_cpu_s": 10.0}, new)
+    assert got["iterations_per_message_fig3"] == round(6e9 / 5900 / 200.0, 1)
+    # a baseline that reports the figure keeps its own; one without a speed gets none
+    assert baseline_figures({"iterations_per_message_fig3": 7.0}, new) == {
+        "iterations_per_message_fig3": 7.0
+    }
+    assert "iterations_per_message_fig3" not in baseline_figures({}, new)

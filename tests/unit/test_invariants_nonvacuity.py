@@ -514,3 +514,97 @@ def test_a_cohort_delivery_is_judged_for_each_member() -> None:
     v = _check(_cohort(gone, 300, "s1", ("u1", "u3"), "P1", 10, 0), ctx=ctx)
     assert v is not None
     assert (v.invariant, v.subject) == ("safety", "u3")
+
+
+def _shared(t: T, at: int, to: tuple[tuple[str, int], ...], when: int, n: int) -> T:
+    """A cohort record that reuses the ``to`` tuple itself, as the SHB does while its
+    members and their connections stay the same (what the checker's shared verdicts key on)."""
+    payload = {"n": n, "loc": "NY"}
+    return t._add(
+        at, "s1", "deliver", DeliverCohort(pubend="P1", tick=tick(when), payload=payload, to=to)
+    )
+
+
+def _pair(f3: str = "true") -> tuple[CheckContext, T, tuple[tuple[str, int], ...]]:
+    ctx = _ctx(
+        subs=(
+            SubscriptionInfo(name="u1", shb="s1", filter="true"),
+            SubscriptionInfo(name="u3", shb="s1", filter=f3),
+        )
+    )
+    t = T().connect(0, "s1", "u1").connect(0, "s1", "u3", flt=f3)
+    return ctx, t, (("u1", 0), ("u3", 0))
+
+
+def test_a_shared_cohort_verdict_is_taken_and_judges_every_member(monkeypatch: Any) -> None:
+    from gapless.invariants.gd.delivery import GDDelivery
+
+    calls: list[int] = []
+    per_member = GDDelivery._deliver_members
+
+    def counted(self: GDDelivery, *args: Any) -> bool:
+        calls.append(1)
+        return per_member(self, *args)
+
+    monkeypatch.setattr(GDDelivery, "_deliver_members", counted)
+    ctx, t, to = _pair()
+    t.publish(10, "P1", 0).publish(20, "P1", 1)
+    _shared(_shared(t, 300, to, 10, 0), 400, to, 20, 1)
+    c = Checker(ctx)
+    assert not any(c.observe(r) for r in t.records)
+    assert calls == [], "an unchanged cohort is judged once, not per member"
+    for sub in ("u1", "u3"):  # yet each member's deliveries are in the ledger
+        conn = c.ledger.conns[sub]
+        assert conn.seen["P1"] == {tick(10), tick(20)}
+        assert conn.last["P1"] == tick(20)
+        assert conn.records["P1"] is t.records[-1]
+
+
+def test_a_member_that_diverged_leaves_the_shared_verdict() -> None:
+    ctx, t, to = _pair()
+    t.publish(10, "P1", 0)
+    v = _check(_shared(_shared(t, 300, to, 10, 0), 400, to, 10, 0), ctx=ctx)
+    assert v is not None  # the whole cohort again: every member agrees, and all are wrong
+    assert (v.invariant, v.subject) == ("exactly_once", "u1")
+    ctx, t, to = _pair()
+    t.publish(10, "P1", 0).publish(20, "P1", 1)
+    _shared(t, 300, to, 10, 0).deliver(350, "s1", "u3", "P1", 20, 1)
+    v = _check(_shared(t, 400, to, 20, 1), ctx=ctx)
+    assert v is not None
+    assert (v.invariant, v.subject) == ("exactly_once", "u3")
+
+
+def test_a_disconnect_separates_a_cohort() -> None:
+    ctx, t, to = _pair()
+    t.publish(10, "P1", 0).publish(20, "P1", 1)
+    _shared(t, 300, to, 10, 0).disconnect(350, "s1", "u3")
+    v = _check(_shared(t, 400, to, 20, 1), ctx=ctx)
+    assert v is not None
+    assert (v.invariant, v.subject) == ("safety", "u3")
+    # a reconnect (a new connection number) does not rejoin the old cohort either
+    ctx, t, to = _pair()
+    t.publish(10, "P1", 0).publish(20, "P1", 1)
+    _shared(t, 300, to, 10, 0).disconnect(350, "s1", "u3").connect(360, "s1", "u3", conn=1)
+    v = _check(_shared(t, 400, to, 20, 1), ctx=ctx)
+    assert v is not None
+    assert (v.invariant, v.subject) == ("safety", "u3")
+
+
+def test_a_shared_cohort_still_catches_a_skip_and_a_mismatch() -> None:
+    ctx, t, to = _pair()
+    t.publish(10, "P1", 0).publish(20, "P1", 1).publish(30, "P1", 2)
+    v = _check(_shared(_shared(t, 300, to, 10, 0), 400, to, 30, 2), ctx=ctx)
+    assert v is not None
+    assert (v.invariant, v.subject, v.tick) == ("gapless", "u1", tick(20))
+    ctx, t, to = _pair(f3='loc == "NY"')
+    t.publish(10, "P1", 0).publish(20, "P1", 1, loc="LN")
+    _shared(t, 300, to, 10, 0)
+    t._add(
+        400,
+        "s1",
+        "deliver",
+        DeliverCohort(pubend="P1", tick=tick(20), payload={"n": 1, "loc": "LN"}, to=to),
+    )
+    v = _check(t, ctx=ctx)
+    assert v is not None
+    assert (v.invariant, v.subject) == ("safety", "u3")
