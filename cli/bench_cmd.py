@@ -24,6 +24,7 @@ BENCHMARKS: dict[str, str] = {
     "zmq": "gapless.benchmarks.zmq",
     "ges": "gapless.benchmarks.ges",
     "dft": "gapless.benchmarks.dft",
+    "power": "gapless.benchmarks.power",
 }
 
 
@@ -55,6 +56,21 @@ def _print_human(name: str, result: dict[str, Any]) -> None:
     console.print(targets)
 
 
+def _parse_params(name: str, module: Any, params: tuple[str, ...]) -> dict[str, str]:
+    """``KEY=VALUE`` pairs as a dict; exit 2 when malformed or the benchmark takes none."""
+    given: dict[str, str] = {}
+    for item in params:
+        key, sep, value = item.partition("=")
+        if not sep or not key:
+            click.echo(f"gapless bench: --param {item!r} is not KEY=VALUE", err=True)
+            raise SystemExit(2)
+        given[key] = value
+    if given and not getattr(module, "TAKES_PARAMS", False):
+        click.echo(f"gapless bench: {name} takes no --param (only: power)", err=True)
+        raise SystemExit(2)
+    return given
+
+
 @click.command()
 @click.argument("name", type=click.Choice(sorted(BENCHMARKS)))
 @click.option("--json", "as_json", is_flag=True, help="Print the result as one JSON object.")
@@ -65,12 +81,20 @@ def _print_human(name: str, result: dict[str, Any]) -> None:
     help="A checkout of an older commit: run the same benchmark there first, in this run on "
     "this machine, and report its figures and speedup_vs_baseline.",
 )
-def bench(name: str, as_json: bool, baseline: str | None) -> None:
+@click.option(
+    "--param",
+    "params",
+    multiple=True,
+    metavar="KEY=VALUE",
+    help="A parameter of benchmarks that take them (power: mutants, seed, schedules, master).",
+)
+def bench(name: str, as_json: bool, baseline: str | None, params: tuple[str, ...]) -> None:
     """Run benchmark NAME and report its figures and targets."""
     from gapless.benchmarks._baseline import BaselineError, run_baseline, speedups
     from gapless.benchmarks._targets import machine_speed
 
     module = importlib.import_module(BENCHMARKS[name])
+    given = _parse_params(name, module, params)
     old: dict[str, Any] | None = None
     if baseline is not None:
         try:
@@ -78,7 +102,13 @@ def bench(name: str, as_json: bool, baseline: str | None) -> None:
         except BaselineError as exc:
             click.echo(f"gapless bench: {exc}", err=True)
             raise SystemExit(2) from None
-    result: dict[str, Any] = module.run()
+    try:
+        result: dict[str, Any] = module.run(**given)
+    except ValueError as exc:
+        if not given:
+            raise
+        click.echo(f"gapless bench: {exc}", err=True)
+        raise SystemExit(2) from None
     for key, value in machine_speed().items():  # a benchmark that measured it keeps its own
         result.setdefault(key, value)
     if old is not None:

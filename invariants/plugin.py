@@ -96,6 +96,9 @@ class CheckContext:
     matches: Callable[[str, Mapping[str, Any]], bool]
     logged: Callable[[Persist], tuple[str, int, Mapping[str, Any]] | None]
     payload_attributes: Callable[[Any], Mapping[str, Any] | None]
+    #: the pubend's liveness parameters [GD §3.2] (None: the protocol has no such rule)
+    aet_us: int | None = None
+    ack_expected_period_us: int | None = None
 
 
 @final

@@ -90,6 +90,8 @@ class GDBinding:
         # reports link failures and heals
         self.status_period_us = 0
         self.min_repetition_us = int(config.min_repetition_us)
+        self.aet_us = int(config.aet_us)
+        self.ack_expected_period_us = int(config.ack_expected_period_us)
         self.wire = wire
 
     def initial_states(self) -> dict[str, Any]:
@@ -156,4 +158,7 @@ def check_context(
         matches=matches,
         logged=binding.logged,
         payload_attributes=binding.payload_attributes,
+        # a binding without the pubend's liveness rule (a toy) leaves it unjudged
+        aet_us=getattr(binding, "aet_us", None),
+        ack_expected_period_us=getattr(binding, "ack_expected_period_us", None),
     )

@@ -3,8 +3,9 @@
 :data:`PLUGINS` is what a checker of a GD run is given
 (``Checker(ctx, names, plugins=PLUGINS)``, the default): the delivery invariants
 (:mod:`gapless.invariants.gd.delivery`), the wire-conformance ones
-(:mod:`gapless.invariants.gd.conformance`) and minimal traffic
-(:mod:`gapless.invariants.gd.traffic`). Their names, in report order, are
+(:mod:`gapless.invariants.gd.conformance`), minimal traffic
+(:mod:`gapless.invariants.gd.traffic`) and the AckExpected timing rule
+(:mod:`gapless.invariants.gd.timing`). Their names, in report order, are
 ``gapless.invariants.INVARIANTS``.
 """
 
@@ -14,10 +15,16 @@ from typing import Final
 
 from gapless.invariants.gd.conformance import GDConformance
 from gapless.invariants.gd.delivery import GDDelivery
+from gapless.invariants.gd.timing import GDAckExpectedTiming
 from gapless.invariants.gd.traffic import GDMinimalTraffic
 from gapless.invariants.plugin import Plugin
 
-__all__ = ["PLUGINS", "GDConformance", "GDDelivery", "GDMinimalTraffic"]
+__all__ = ["PLUGINS", "GDAckExpectedTiming", "GDConformance", "GDDelivery", "GDMinimalTraffic"]
 
-PLUGINS: Final[tuple[type[Plugin], ...]] = (GDDelivery, GDConformance, GDMinimalTraffic)
+PLUGINS: Final[tuple[type[Plugin], ...]] = (
+    GDDelivery,
+    GDConformance,
+    GDMinimalTraffic,
+    GDAckExpectedTiming,
+)
 """GD's plug-ins, in the order they judge a record."""

@@ -46,11 +46,26 @@ from __future__ import annotations
 from typing import ClassVar, Final, final
 
 from gapless.impl.trace import TraceRecord, Wire
-from gapless.invariants.plugin import Ledger, Plugin, Report
+from gapless.invariants.plugin import CheckContext, Ledger, Plugin, Report
 
-__all__ = ["NAMES", "Edge", "GDMinimalTraffic"]
+__all__ = ["NAMES", "Edge", "GDMinimalTraffic", "readers"]
 
 NAMES: Final = ("minimal_traffic",)
+
+
+def readers(ctx: CheckContext) -> dict[str, tuple[tuple[str, str], ...]]:
+    """Per pubend, ``(shb, filter)`` of every subscription that reads it: all of them, except
+    that a total-order subscription reads only the merged pubends when the topology merges
+    some (as the binding derives the roles' edge filters) [GD §2.3, §3.1]."""
+    merged = set(ctx.merged)
+    return {
+        p: tuple(
+            (s.shb, s.filter)
+            for s in ctx.subscriptions
+            if not (s.order == "total" and merged) or p in merged
+        )
+        for p in ctx.pubend_host
+    }
 
 
 @final
@@ -85,15 +100,7 @@ class GDMinimalTraffic(Plugin):
     def __init__(self, ledger: Ledger, report: Report) -> None:
         super().__init__(ledger, report)
         ctx = self.ctx
-        merged = set(ctx.merged)
-        self._readers: dict[str, tuple[tuple[str, str], ...]] = {
-            p: tuple(
-                (s.shb, s.filter)
-                for s in ctx.subscriptions
-                if not (s.order == "total" and merged) or p in merged
-            )
-            for p in ctx.pubend_host
-        }
+        self._readers = readers(ctx)
         self._tree_edges = set(ctx.cell_tree)
         self._trees: dict[str, frozenset[str]] = {}
         self._edges: dict[tuple[str, str, str], Edge] = {}

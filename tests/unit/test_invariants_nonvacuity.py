@@ -42,7 +42,14 @@ def _ctx(graph_fn: Any = fig3, subs: tuple[SubscriptionInfo, ...] | None = None)
         matches=_matches,
         logged=lambda p: p.value,
         payload_attributes=lambda payload: payload,
+        aet_us=AET,
+        ack_expected_period_us=AE_PERIOD,
     )
+
+
+#: the pubend's liveness parameters in these hand-built traces (µs)
+AET = 10_000
+AE_PERIOD = 1_000
 
 
 class T:
@@ -439,6 +446,30 @@ CASES: list[tuple[str, Any, Any]] = [
 ]
 
 
+def _ack_expected(upto: int, at: int = 20_000) -> T:
+    """p1 sends AckExpected(upto) at ``at`` (AET = 10,000 µs)."""
+    return T().send(at, "p1", "b1", Wire(kind="ack_expected", pubend="P1", upto=upto))
+
+
+def _aet_late(*, expect_at: int | None = None, acked: bool = False) -> T:
+    """u1 at s1 (below IB1) reads everything; P1's tick at 10 is logged and, unless
+    ``acked``, IB1 never acks it; the trace runs past t + AET + period."""
+    t = T().connect(0, "s1", "u1").publish(10, "P1", 0)
+    if acked:
+        t.send(500, "b1", "p1", Wire(kind="ack", pubend="P1", upto=tick(10)))
+    if expect_at is not None:
+        t.send(expect_at, "p1", "b1", Wire(kind="ack_expected", pubend="P1", upto=tick(10)))
+    # nobody reads P1 below IB2: its filter makes the tick F there, A at once (no obligation)
+    return t.send(13_000, "s1", "b1", Wire(kind="ack", pubend="P1", upto=0))
+
+
+CASES += [
+    ("ack_expected_timing", lambda: _ack_expected(15_000), lambda: _ack_expected(9_000)),
+    ("ack_expected_timing", lambda: _aet_late(), lambda: _aet_late(expect_at=10_700)),
+    ("ack_expected_timing", lambda: _aet_late(), lambda: _aet_late(acked=True)),
+]
+
+
 @pytest.mark.parametrize(
     ("name", "bad", "good"), CASES, ids=[f"{c[0]}-{c[1].__name__}" for c in CASES]
 )
@@ -451,6 +482,20 @@ def test_violating_trace_is_caught_and_the_fixed_one_passes(name: str, bad: Any,
     assert v.events, "a violation carries the events that explain it"
     assert name in v.explain()
     assert _check(good(), names=(name,), ctx=ctx, live=live) is None
+
+
+def test_ack_expected_is_not_owed_while_a_fault_could_stop_it() -> None:
+    """A failed link between the pubend's host and IB1 until 12,500 µs moves the deadline to
+    one period after the heal: the same silence is then judged only when the trace runs on."""
+    t = T().connect(0, "s1", "u1").publish(10, "P1", 0)
+    t.fault(5_000, "link_fail", "p1|b1").fault(12_500, "link_fail", "p1|b1", phase="end")
+    t.fault(12_500, "link_fail", "p1|b2").fault(12_600, "link_fail", "p1|b2", phase="end")
+    t.send(13_000, "s1", "b1", Wire(kind="ack", pubend="P1", upto=0))
+    assert _check(t, names=("ack_expected_timing",)) is None
+    t.send(13_700, "s1", "b1", Wire(kind="ack", pubend="P1", upto=0))
+    v = _check(t, names=("ack_expected_timing",))
+    assert v is not None
+    assert "between 12600µs" in v.explain()
 
 
 def test_order_is_caught_even_when_gapless_is_off() -> None:
