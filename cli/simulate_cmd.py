@@ -301,12 +301,20 @@ def simulate(
     require_writable("simulate", "--plot", plot)
     require_writable("simulate", "--trace", trace_file)
     sc, outcome, m = run_scenario(name)
-    if plot is not None:
+    if plot is not None and sc.protocol == "ges":
+        from gapless.cli.ges_plot import plot_ges
+
+        plot_ges(outcome, m, plot)
+    elif plot is not None:
         plot_scenario(outcome, m, plot)
     if trace_file is not None and sc.protocol == "zmq":
         from gapless.models.zmq_protocol import write_world_trace
 
         write_world_trace(trace_file, sc, outcome)
+    elif trace_file is not None and sc.protocol == "ges":
+        from gapless.models.ges_protocol import write_world_trace as write_ges
+
+        write_ges(trace_file, sc, outcome)
     elif trace_file is not None:
         from gapless.invariants.tracefile import write_trace
         from gapless.models.run import run_context
