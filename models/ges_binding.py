@@ -15,7 +15,8 @@ Theory of operation
   storage serves: a storage's epochs are the ticks of its events) [GES "Recovering clients",
   items (a) and (b)]; ``roam`` — a client's first connection attaches to its home node, every
   later one to a node drawn from the client's name and connection number among the nodes
-  alive then (clients roam "to any broker"); ``durable`` — which write makes what durable
+  alive then (clients roam "to any broker"); ``message_cost`` — an event message's service
+  time and bytes for the world's optional capacity model (``ges-latency``); ``durable`` — which write makes what durable
   (``outbox``, ``log``, ``registration``, ``release``);
 * decoders: a ``log`` write logs ``(pubend, epoch, attributes)``; a delivered payload is the
   event's attributes; :func:`gapless.impl.ges.messages.wire` summarises messages

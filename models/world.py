@@ -35,6 +35,12 @@ chooses the broker each (re)connection of a subscriber attaches to, among the br
 then (``alive``, sorted); the world keeps each subscriber's current broker in
 :attr:`World.host`. Without the hook a subscriber always attaches to its workload SHB.
 
+Capacity (optional, off by default): a graph with a ``service_us`` attribute or links with
+``bytes_per_s``, driven through a binding with ``message_cost(msg) -> (events, bytes)``, makes
+each broker send one message at a time (``service_us`` per event carried) and each link
+direction transmit one at a time at its bandwidth, so latency grows with load
+(:meth:`World._occupy`). Without it nothing changes, digests included.
+
 At ``duration_us`` every fault still active is healed, publishing has stopped, and the
 network drains for ``drain_us``; then the liveness invariants are judged.
 
