@@ -16,8 +16,8 @@ Theory of operation
   items (a) and (b)]; ``roam`` — a client's first connection attaches to its home node, every
   later one to a node drawn from the client's name and connection number among the nodes
   alive then (clients roam "to any broker"); ``message_cost`` — an event message's service
-  time and bytes for the world's optional capacity model (``ges-latency``); ``durable`` — which write makes what durable
-  (``outbox``, ``log``, ``registration``, ``release``);
+  time and bytes for the world's optional capacity model (``ges-latency``); ``durable`` —
+  which write makes what durable (``outbox``, ``log``, ``registration``, ``release``);
 * decoders: a ``log`` write logs ``(pubend, epoch, attributes)``; a delivered payload is the
   event's attributes; :func:`gapless.impl.ges.messages.wire` summarises messages
   (:class:`~gapless.impl.ges.messages.GesWire`).
