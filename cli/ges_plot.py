@@ -26,10 +26,11 @@ def _latency(fig: Any, m: dict[str, Any]) -> None:
     for topo, lat in m["latency_ms_by_topology"].items():
         for kind, series in lat.items():
             colour, marker, label = _STYLE[kind]
-            rates = sorted(series, reverse=True)
-            p50 = [series[r]["p50"] for r in rates]
-            sd = [series[r]["stdev"] for r in rates]
-            p99 = [series[r]["p99"] for r in rates]
+            by = {int(r): v for r, v in series.items()}  # JSON keys are strings
+            rates = sorted(by, reverse=True)
+            p50 = [by[r]["p50"] for r in rates]
+            sd = [by[r]["stdev"] for r in rates]
+            p99 = [by[r]["p99"] for r in rates]
             name = f"{label}, {topo} (clustering {cc[topo]})"
             ls = _TOPO_LINE.get(topo, "-")
             ax1.errorbar(
@@ -56,13 +57,13 @@ def _latency(fig: Any, m: dict[str, Any]) -> None:
     for kind, by_match in m["by_rate_p50_ms"].items():
         colour, marker, label = _STYLE[kind]
         for match, row in by_match.items():
-            rates = sorted(row)
+            pts = sorted((int(r), v) for r, v in row.items())
             ax3.plot(
-                rates,
-                [row[r] for r in rates],
+                [r for r, _ in pts],
+                [v for _, v in pts],
                 color=colour,
                 marker=marker,
-                ls="-" if match == 100 else ":",
+                ls="-" if int(match) == 100 else ":",
                 label=f"{label}, {match}% matching",
             )
     ax3.set_xlabel("publish rate (events/s), ges-dense")
@@ -83,7 +84,7 @@ def _roam(fig: Any, m: dict[str, Any], trace: Any) -> None:
     got: dict[int, int] = {}
     conns: dict[int, int] = {}
     faults: list[tuple[float, str, str, str]] = []
-    queues: list[int] = []
+    acks: dict[tuple[str, int | None, str], int] = {}
     for r in trace:
         if r.kind == "deliver":
             b = r.time // bucket
@@ -97,14 +98,16 @@ def _roam(fig: Any, m: dict[str, Any], trace: Any) -> None:
             r.kind == "send"
             and getattr(r.detail.wire, "kind", "") == "handoff_ack"
             and not r.detail.wire.fresh
-        ):
-            queues.append(len(r.detail.wire.queue))
+        ):  # one ack per reconnection and storage, however many hops it is sent over
+            w = r.detail.wire
+            acks[(w.client, w.connection, w.storage)] = len(w.queue)
+    queues = list(acks.values())
     for ax, series, what in (
         (ax1, got, "deliveries per 100 ms"),
         (ax2, conns, "reconnections per 100 ms"),
     ):
-        xs = sorted(series)
-        ax.plot([x * bucket / 1e6 for x in xs], [series[x] for x in xs], lw=0.8)
+        xs = range(max(series, default=0) + 1)  # empty buckets drawn as 0
+        ax.plot([x * bucket / 1e6 for x in xs], [series.get(x, 0) for x in xs], lw=0.8)
         ax.set_ylabel(what)
         ax.set_xlabel("time (s)")
         for t, kind, _target, phase in faults:

@@ -107,7 +107,7 @@ def _ledger(trace: tuple[TraceRecord, ...]) -> dict[str, Any]:
     connects: dict[tuple[str, int], int] = {}
     connected: dict[str, bool] = {}
     cuts: dict[tuple[str, int], int] = {}
-    queues: list[int] = []
+    acks: dict[tuple[str, int, str], int] = {}
     for r in trace:
         k = r.kind
         if k == "persist":
@@ -130,8 +130,8 @@ def _ledger(trace: tuple[TraceRecord, ...]) -> dict[str, Any]:
         elif k == "send" and type(r.detail.wire) is GesWire and r.detail.wire.kind == "handoff_ack":
             w = r.detail.wire
             cuts.setdefault((w.client, w.connection or 0), w.cut or 0)
-            if not w.fresh:
-                queues.append(len(w.queue))
+            if not w.fresh:  # one ack per reconnection and storage, not per hop it crosses
+                acks.setdefault((w.client, w.connection or 0, w.storage), len(w.queue))
     return {
         "logged": logged,
         "start": start,
@@ -139,7 +139,7 @@ def _ledger(trace: tuple[TraceRecord, ...]) -> dict[str, Any]:
         "connects": connects,
         "connected": connected,
         "cuts": cuts,
-        "queues": queues,
+        "queues": list(acks.values()),
     }
 
 
