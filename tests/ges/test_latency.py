@@ -18,6 +18,7 @@ from gapless.models.ges_latency import (
     measure,
 )
 from gapless.models.ges_topology import GES_TOPOLOGIES
+from gapless.models.protocols import scenario
 from gapless.models.run import build, simulate
 from gapless.models.world import World
 from gapless.spec.filters import reference_matcher
@@ -118,3 +119,12 @@ def test_the_pass_marks_reject_the_wrong_shape() -> None:
     steep = latency_pass_marks(_figures([16, 15, 15, 14, 13], [15, 16, 17, 18, 20]))
     assert not steep["t: flooding p50 flat (within 2%)"]
     assert not steep["t: GES p50 <= flooding p50 at every matching rate"]
+
+
+def test_the_scenario_is_registered_with_its_figure_7_marks() -> None:
+    sc = scenario("ges-latency")
+    assert sc.protocol == "ges"
+    m = {"verdict": "pass", **_figures([16, 15, 15, 14, 13], [16, 16, 16, 16, 16])}
+    marks = sc.pass_marks("ges-latency", m)
+    assert all(marks.values())
+    assert not sc.pass_marks("ges-latency", {**m, "verdict": "violation"})["verdict pass"]
