@@ -2,7 +2,8 @@
 
 * ``ges-latency``: the paper's Figure 7 shape — the measuring subscriber's latency (p50, with
   one standard deviation as error bars) and its p99 against the matching rate, GES routing
-  beside flooding, on both topologies; and p50 against the publish rate at 100% and 10%.
+  beside flooding, on both topologies; and p50 against the publish rate and against the
+  event size at 100% and 10%.
 * ``ges-roam``: deliveries per 100 ms over the run with the unit failure and the storage
   crash marked, reconnections per 100 ms, and the recovery queues' lengths.
 """
@@ -21,7 +22,8 @@ _TOPO_LINE = {"ges-dense": "-", "ges-sparse": "--"}
 
 
 def _latency(fig: Any, m: dict[str, Any]) -> None:
-    ax1, ax2, ax3, ax4 = fig.subplots(2, 2).flatten()
+    ax1, ax2, ax3, ax4, ax5, ax6 = fig.subplots(2, 3).flatten()
+    fig.delaxes(ax6)
     cc = m["clustering_coefficient"]
     for topo, lat in m["latency_ms_by_topology"].items():
         for kind, series in lat.items():
@@ -70,12 +72,34 @@ def _latency(fig: Any, m: dict[str, Any]) -> None:
     ax3.set_ylabel("p50 latency (ms)")
     ax3.grid(alpha=0.3)
     ax3.legend(fontsize=7)
+    for kind, by_match in metrics_sizes(m).items():
+        colour, marker, label = _STYLE[kind]
+        for match, row in by_match.items():
+            pts = sorted((int(z), v) for z, v in row.items())
+            ax5.plot(
+                [z for z, _ in pts],
+                [v for _, v in pts],
+                color=colour,
+                marker=marker,
+                ls="-" if int(match) == 100 else ":",
+                label=f"{label}, {match}% matching",
+            )
+    ax5.set_xlabel("event size (bytes), ges-dense")
+    ax5.set_ylabel("p50 latency (ms)")
+    ax5.grid(alpha=0.3)
+    ax5.legend(fontsize=7)
     cap = m["capacity"]
     fig.suptitle(
         f"ges-latency: broker service {cap['service_us_per_event']} µs/event message, "
         f"links {cap['link_bytes_per_s'] * 8 / 1e6:g} Mbit/s",
         fontsize=10,
     )
+
+
+def metrics_sizes(m: dict[str, Any]) -> dict[str, Any]:
+    """The p50-against-size figures (absent from figures written before they existed)."""
+    got: dict[str, Any] = m.get("by_size_p50_ms", {})
+    return got
 
 
 def _roam(fig: Any, m: dict[str, Any], trace: Any) -> None:
@@ -130,7 +154,7 @@ def ges_figure(outcome: Any, metrics: dict[str, Any]) -> Any:
     from matplotlib.figure import Figure
 
     if "latency_ms_by_topology" in metrics:
-        fig = Figure(figsize=(12, 9))
+        fig = Figure(figsize=(17, 9))
         _latency(fig, metrics)
     else:
         fig = Figure(figsize=(10, 10))

@@ -26,7 +26,8 @@ online by every invariant (flooding by all but ``selective_routing``, the one it
 :func:`latency_figures` runs every matching rate in :data:`MATCHING_RATES` for GES and for
 flooding at the load point (:data:`RATE`, :data:`SIZE`) on ``ges-dense`` (the JSON's
 ``latency_ms``), the same on ``ges-sparse`` (``latency_ms_by_topology``), the p50 against the
-publish rate for 100% and 10% (``by_rate_p50_ms``), and each topology's clustering
+publish rate and against the event size for 100% and 10% (``by_rate_p50_ms``,
+``by_size_p50_ms``), and each topology's clustering
 coefficient.
 """
 
@@ -73,7 +74,10 @@ RATE: Final = 300
 """Events per second at the scenario's load point."""
 SIZE: Final = 500
 """Event size in bytes at the scenario's load point."""
-BY_RATE: Final = (50, 150, RATE)
+BY_RATE: Final = (50, 150)
+"""Publish rates measured besides :data:`RATE` (p50 against the rate)."""
+BY_SIZE: Final = (30,)
+"""Event sizes measured besides :data:`SIZE` (p50 against the size)."""
 DURATION_US: Final = 1_000_000
 _DRAIN_US: Final = 3_000_000
 _PUBLISHER: Final = "n22"
@@ -217,18 +221,21 @@ def latency_figures() -> dict[str, Any]:
     """Every figure of the scenario (see module doc)."""
     dense = _sweep("ges-dense")
     sparse = _sweep("ges-sparse")
+    extra: list[dict[str, Any]] = []
     by_rate: dict[str, dict[int, dict[int, float | None]]] = {}
+    by_size: dict[str, dict[int, dict[int, float | None]]] = {}
     for kind, runs in dense.items():
-        by_rate[kind] = {}
+        by_rate[kind], by_size[kind] = {}, {}
         for m in (100, 10):
-            row = {
-                r: measure("ges-dense", matching=m, flooding=kind == "flooding", rate=r)
-                for r in BY_RATE
-                if r != RATE
-            }
-            row[RATE] = runs[m]
-            by_rate[kind][m] = {r: row[r]["p50"] for r in BY_RATE}
+            flood = kind == "flooding"
+            rates = {r: measure("ges-dense", matching=m, flooding=flood, rate=r) for r in BY_RATE}
+            sizes = {z: measure("ges-dense", matching=m, flooding=flood, size=z) for z in BY_SIZE}
+            extra += [*rates.values(), *sizes.values()]
+            rates[RATE] = sizes[SIZE] = runs[m]
+            by_rate[kind][m] = {r: rates[r]["p50"] for r in sorted(rates)}
+            by_size[kind][m] = {z: sizes[z]["p50"] for z in sorted(sizes)}
     verdicts = [v["verdict"] for sw in (dense, sparse) for s in sw.values() for v in s.values()]
+    verdicts += [v["verdict"] for v in extra]
     return {
         "topology": "ges-dense",
         "load": {"events_per_s": RATE, "event_bytes": SIZE, "duration_s": DURATION_US / 1e6},
@@ -236,6 +243,7 @@ def latency_figures() -> dict[str, Any]:
         "latency_ms": _strip(dense),
         "latency_ms_by_topology": {"ges-dense": _strip(dense), "ges-sparse": _strip(sparse)},
         "by_rate_p50_ms": by_rate,
+        "by_size_p50_ms": by_size,
         "event_messages": {
             k: {m: v["event_messages"] for m, v in s.items()} for k, s in dense.items()
         },

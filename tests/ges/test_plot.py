@@ -29,13 +29,18 @@ def _latency_metrics() -> dict[str, Any]:
             k: {m: {r: 14.0 + r / 100 for r in BY_RATE} for m in (100, 10)}
             for k in ("ges", "flooding")
         },
+        "by_size_p50_ms": {
+            k: {m: {z: 14.0 + z / 1000 for z in (30, 500)} for m in (100, 10)}
+            for k in ("ges", "flooding")
+        },
     }
 
 
-def test_the_latency_figure_has_its_four_panels(tmp_path: Path) -> None:
+def test_the_latency_figure_has_its_five_panels(tmp_path: Path) -> None:
     fig = ges_figure(None, _latency_metrics())
     axes = fig.get_axes()
-    assert len(axes) == 4
+    assert len(axes) == 5
+    assert len(axes[4].get_lines()) == 4  # p50 against size: two kinds, two matching rates
     assert len(axes[0].get_lines()) >= 4  # GES and flooding on two topologies
     out = tmp_path / "lat.png"
     plot_ges(None, _latency_metrics(), out)
