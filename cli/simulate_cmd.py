@@ -315,6 +315,10 @@ def simulate(
         from gapless.cli.dft_plots import plot_gap
 
         plot_gap(m, plot)
+    elif plot is not None and sc.protocol == "ges":
+        from gapless.cli.ges_plot import plot_ges
+
+        plot_ges(outcome, m, plot)
     elif plot is not None:
         plot_scenario(outcome, m, plot)
     if trace_file is not None and sc.protocol == "zmq":
@@ -331,6 +335,10 @@ def simulate(
             outcome.trace or (),
             meta={"scenario": name, "seed": 0, "trace_digest": outcome.trace_digest},
         )
+    elif trace_file is not None and sc.protocol == "ges":
+        from gapless.models.ges_protocol import write_world_trace as write_ges
+
+        write_ges(trace_file, sc, outcome)
     elif trace_file is not None:
         from gapless.invariants.tracefile import write_trace
         from gapless.models.run import run_context

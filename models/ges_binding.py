@@ -15,8 +15,9 @@ Theory of operation
   storage serves: a storage's epochs are the ticks of its events) [GES "Recovering clients",
   items (a) and (b)]; ``roam`` — a client's first connection attaches to its home node, every
   later one to a node drawn from the client's name and connection number among the nodes
-  alive then (clients roam "to any broker"); ``durable`` — which write makes what durable
-  (``outbox``, ``log``, ``registration``, ``release``);
+  alive then (clients roam "to any broker"); ``message_cost`` — an event message's service
+  time and bytes for the world's optional capacity model (``ges-latency``); ``durable`` —
+  which write makes what durable (``outbox``, ``log``, ``registration``, ``release``);
 * decoders: a ``log`` write logs ``(pubend, epoch, attributes)``; a delivered payload is the
   event's attributes; :func:`gapless.impl.ges.messages.wire` summarises messages
   (:class:`~gapless.impl.ges.messages.GesWire`).
@@ -29,7 +30,7 @@ of a storage node or one that disconnects the live nodes.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any, final
+from typing import Any, Final, final
 
 import attrs
 import networkx as nx
@@ -39,7 +40,7 @@ from gapless.impl import ges
 from gapless.impl.effects import Persist
 from gapless.impl.ges.addressing import Hierarchy
 from gapless.impl.ges.config import GESConfig, Network
-from gapless.impl.ges.messages import wire
+from gapless.impl.ges.messages import EventMsg, Routed, Store, wire
 from gapless.impl.ges.variants import VARIANTS
 from gapless.impl.inputs import Publish
 from gapless.impl.variants import resolve
@@ -48,6 +49,8 @@ from gapless.models.runspec import RunSpecError
 from gapless.models.workload import PublishEvent, Workload
 
 __all__ = ["GESBinding", "make_binding", "network", "within_budget"]
+
+_HEADER_BYTES: Final = 40
 
 _DURABLE = {"outbox": "outbox", "log": "log", "client": "registration", "release": "release"}
 
@@ -115,12 +118,27 @@ class GESBinding:
             epochs[s] = max(epochs.get(s, tick), tick)
         return tuple(sorted(epochs.items()))
 
+    def message_cost(self, msg: Any) -> tuple[int, int]:
+        """The world's optional capacity model: ``(events, bytes)`` of ``msg``. An event
+        (``EventMsg``, or a publisher's ``Store``) counts as one event of broker service time
+        and its bytes are its attributes (a latency workload pads them to the event's size)
+        plus a fixed header; every other message is control: no event, a header."""
+        body = msg.body if type(msg) is Routed else msg
+        t = type(body)
+        if t is EventMsg or t is Store:
+            return 1, _HEADER_BYTES + _attribute_bytes(body.attributes)
+        return 0, _HEADER_BYTES
+
     def roam(self, subscriber: str, connection: int, alive: tuple[str, ...]) -> str:
         home = self.home[subscriber]
         if connection == 0 and home in alive:
             return home
         options = [n for n in alive if n in self.net.brokers] or list(alive)
         return options[derive_seed(subscriber, connection, "roam") % len(options)]
+
+
+def _attribute_bytes(attributes: Mapping[str, Any]) -> int:
+    return sum(len(k) + len(str(v)) for k, v in attributes.items())
 
 
 def make_binding(spec: Any, graph: nx.Graph, workload: Workload) -> GESBinding:

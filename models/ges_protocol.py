@@ -14,6 +14,7 @@ live nodes leaves the budget and is judged on safety alone.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable
 from typing import Any, Final
 
@@ -23,14 +24,17 @@ from gapless.impl.ges import PAPER_POLICY, GESConfig
 from gapless.impl.ges.messages import GesWire
 from gapless.impl.ges.variants import VARIANTS
 from gapless.invariants.ges import INVARIANTS, SAFETY, GESChecker, GESContext
+from gapless.invariants.ges_tracefile import trace_check, write_ges_trace
 from gapless.models.faults import FAULT_KINDS, PERMANENT_KINDS
 from gapless.models.ges_binding import make_binding, within_budget
 from gapless.models.ges_scenarios import SCENARIOS
 from gapless.models.ges_topology import GES_TOPOLOGIES
-from gapless.models.registry import ProtocolEntry
-from gapless.models.workload import Workload
+from gapless.models.registry import ProtocolEntry, Scenario
+from gapless.models.runspec import RunOutcome
+from gapless.models.workload import Workload, generate_workload
+from gapless.spec.filters import reference_matcher
 
-__all__ = ["ENTRY", "check_context"]
+__all__ = ["ENTRY", "check_context", "write_world_trace"]
 
 
 def check_context(
@@ -45,6 +49,20 @@ def check_context(
         logged=binding.logged,
         durable=binding.durable,
     )
+
+
+def write_world_trace(path: str | os.PathLike[str], scenario: Scenario, outcome: RunOutcome) -> int:
+    """Write a scenario run's trace as a GES ``gapless-trace`` file
+    (:mod:`gapless.invariants.ges_tracefile`); ``gapless check`` judges it. The file ends
+    live (``roam_complete`` judged at its end) unless the run left the fault budget."""
+    spec = scenario.spec
+    graph = GES_TOPOLOGIES[spec.topology]()
+    workload = generate_workload(spec.workload, graph, duration_us=spec.duration_us, seed=0)
+    binding = make_binding(spec, graph, workload)
+    ctx = check_context(graph, workload, binding, reference_matcher())
+    meta = {"scenario": scenario.name, "seed": 0, "trace_digest": outcome.trace_digest}
+    live = outcome.verdict != "out_of_budget"
+    return write_ges_trace(path, ctx, outcome.trace or (), live_end=live, meta=meta)
 
 
 ENTRY: Final = ProtocolEntry(
@@ -70,5 +88,6 @@ ENTRY: Final = ProtocolEntry(
     checker=GESChecker,
     wire_schema=GesWire,
     within_budget=within_budget,
+    trace_check=trace_check,
 )
 """GES's registry entry."""

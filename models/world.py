@@ -35,6 +35,12 @@ chooses the broker each (re)connection of a subscriber attaches to, among the br
 then (``alive``, sorted); the world keeps each subscriber's current broker in
 :attr:`World.host`. Without the hook a subscriber always attaches to its workload SHB.
 
+Capacity (optional, off by default): a graph with a ``service_us`` attribute or links with
+``bytes_per_s``, driven through a binding with ``message_cost(msg) -> (events, bytes)``, makes
+each broker send one message at a time (``service_us`` per event carried) and each link
+direction transmit one at a time at its bandwidth, so latency grows with load
+(:meth:`World._occupy`). Without it nothing changes, digests included.
+
 At ``duration_us`` every fault still active is healed, publishing has stopped, and the
 network drains for ``drain_us``; then the liveness invariants are judged.
 
@@ -228,6 +234,18 @@ class World:
         self.consumed: dict[str, dict[str, int]] = {}
         """Per subscriber, per pubend: the highest tick delivered to it (what a client that
         keeps its own checkpoint has consumed; kept only for bindings with ``resume_token``)."""
+        self._cost: Callable[[Any], tuple[int, int]] | None = None
+        self.service_us = int(graph.graph.get("service_us", 0))
+        self.bandwidth = {
+            link_name(a, b): int(d["bytes_per_s"])
+            for a, b, d in graph.edges(data=True)
+            if d.get("bytes_per_s")
+        }
+        if self.service_us or self.bandwidth:
+            self._cost = getattr(binding, "message_cost", None)
+        self.busy: dict[str, int] = {}
+        """Capacity (optional, see :meth:`_occupy`): when each broker, and each link
+        direction ``"a>b"``, is next free."""
 
     # ---------------------------------------------------------------- plumbing
 
@@ -330,7 +348,8 @@ class World:
                 extra += rng.randint(0, ev.max_delay_us)
                 reordered = True
         jitter = _randint0(link.rng, self.jitter) if self.jitter else 0
-        arrival = self.now + self.delay + jitter + extra
+        depart = self.now if self._cost is None else self._occupy(src, to, msg)
+        arrival = depart + self.delay + jitter + extra
         direction = src + ">" + to
         if not reordered:
             arrival = max(arrival, link.last.get(direction, 0))
@@ -339,6 +358,27 @@ class World:
         for c in range(copies):  # _push, inline (one heap entry per copy, no argument tuple)
             self._seq += 1
             heapq.heappush(q, (arrival + c, self._seq, _ARRIVE, to, src, msg, link.epoch, wire))
+
+    def _occupy(self, src: str, to: str, msg: Any) -> int:
+        """When ``msg`` leaves ``src`` on its link to ``to`` under the optional capacity model
+        (off unless the graph has a ``service_us`` attribute or links with ``bytes_per_s``, and
+        the binding has ``message_cost(msg) -> (events, bytes)``): the sender's broker handles
+        one message at a time, ``service_us`` per event the message carries; then the link
+        direction transmits one message at a time, ``bytes`` at its ``bytes_per_s``. Queueing
+        behind earlier messages is what makes latency grow with load."""
+        assert self._cost is not None
+        events, size = self._cost(msg)
+        busy = self.busy
+        t = self.now
+        if self.service_us:
+            t = max(t, busy.get(src, 0)) + events * self.service_us
+            busy[src] = t
+        bw = self.bandwidth.get(link_name(src, to), 0)
+        if bw:
+            d = src + ">" + to
+            t = max(t, busy.get(d, 0)) + -(-size * 1_000_000 // bw)
+            busy[d] = t
+        return t
 
     # ---------------------------------------------------------------- faults
 

@@ -169,7 +169,7 @@ def on_timer(s: NodeState, inp: TimerFired, now: int) -> Step:
     if inp.key != TICK:
         return s, ()
     effects: list[Effect] = [SetTimer(key=TICK, at=now + s.config.retry_us)]
-    for body in list(s.outbox.values()):
+    for _key, body in sorted(s.outbox.items()):  # by (pubend, seq): not the map's hash order
         s, effs = route(s, body.storage, body, frozenset(), now)
         effects.extend(effs)
     s, effs = _retransmit(s, now)

@@ -4,6 +4,11 @@ and the ges-roam figures read from a trace."""
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
+from pathlib import Path
+
 import attrs
 import pytest
 from _runs import MIXED, fault, run, spec
@@ -86,3 +91,28 @@ def test_roam_figures_from_a_small_run() -> None:
     assert m["roams"] >= 3
     assert m["recovery_ms"]["p50"] is not None
     assert all(roam_pass_marks("ges-roam", m).values())
+
+
+_DIGEST_OF_A_RUN = """
+import sys
+sys.path.insert(0, sys.argv[1])
+from _runs import MIXED, run
+print(run("none", MIXED).trace_digest)
+"""
+
+
+def test_same_digest_whatever_the_string_hash_seed() -> None:
+    """Nothing reaches the trace in a hash order (the outbox retransmission once did)."""
+    here = str(Path(__file__).parent)
+    digests = {
+        subprocess.run(
+            [sys.executable, "-c", _DIGEST_OF_A_RUN, here],
+            env={**os.environ, "PYTHONHASHSEED": seed},
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout.strip()
+        for seed in ("1", "2")
+    }
+    assert len(digests) == 1
+    assert len(next(iter(digests))) == 64
