@@ -20,7 +20,9 @@ Format ``gapless-trace``, version 2 (UTF-8, one JSON object per line):
   filter language of :mod:`gapless.impl.filters`), ``cell_of`` (broker -> cell), ``cell_tree``
   (a list of ``[parent_cell, child_cell]``), ``pubend_host`` (pubend -> broker), ``merged``
   (the pubends of a total-order group), ``roles`` (broker -> ``"phb"``, ``"ib"`` or ``"shb"``)
-  and ``min_repetition_us``. ``live_end``: the trace ends with every fault healed and the
+  and ``min_repetition_us``; optionally ``aet_us`` and ``ack_expected_period_us`` (the
+  pubend's liveness rule [GD §3.2]; a file without them leaves ``ack_expected_timing``
+  unjudged). ``live_end``: the trace ends with every fault healed and the
   network drained, so liveness is judged at its end. ``meta`` is free-form (scenario, seed,
   digest).
 * every other line, one record: ``{"seq", "time", "node", "kind", "detail"}`` with ``kind``
@@ -284,6 +286,14 @@ def _context_out(ctx: CheckContext) -> dict[str, Any]:
         "merged": list(ctx.merged),
         "roles": dict(sorted(ctx.roles.items())),
         "min_repetition_us": ctx.min_repetition_us,
+        **{
+            k: v
+            for k, v in (
+                ("aet_us", ctx.aet_us),
+                ("ack_expected_period_us", ctx.ack_expected_period_us),
+            )
+            if v is not None
+        },
     }
 
 
@@ -604,7 +614,16 @@ def _context_in(
         matches=matches,
         logged=_logged,
         payload_attributes=_payload_attributes,
+        aet_us=_positive_or_none(rd, c, w, "aet_us"),
+        ack_expected_period_us=_positive_or_none(rd, c, w, "ack_expected_period_us"),
     )
+
+
+def _positive_or_none(rd: _Reader, c: dict[str, Any], w: str, key: str) -> int | None:
+    v = rd.opt_int(c, w, key)
+    if v is not None and v <= 0:
+        raise rd.fail(f"{w}.{key} must be a positive integer (µs) or absent, not {v}")
+    return v
 
 
 def _logged(persist: Persist) -> tuple[str, int, Mapping[str, Any]] | None:

@@ -28,7 +28,7 @@ from gapless.invariants.tracefile import (
 )
 from gapless.models.faults import FaultEvent, FaultSchedule
 from gapless.models.run import run_context, simulate
-from gapless.models.runner import RunSpec
+from gapless.models.runner import RunSpec, generate_schedule
 from gapless.models.workload import WorkloadSpec
 from gapless.spec.filters import reference_matcher
 
@@ -494,3 +494,23 @@ def test_a_version_1_file_is_read_and_flagged_unverifiable(
     assert result.exit_code == 0, result.output
     assert json.loads(result.stdout)["complete"] is None
     assert "truncation cannot be detected" in result.stderr
+
+
+def test_the_ack_expected_rule_travels_in_the_header(tmp_path: Path) -> None:
+    """The pubend's liveness parameters are written to the header and read back, so
+    ``ack_expected_timing`` is judged offline as online; a file without them leaves it
+    unjudged, a bad value is refused with the field named."""
+    spec = RunSpec(duration_us=300_000, drain_us=300_000)
+    out = simulate(spec, generate_schedule(spec, 1), 1, record_trace=True)
+    ctx = run_context(spec, 1)
+    path = tmp_path / "t.jsonl"
+    write_trace(path, ctx, out.trace or (), live_end=True)
+    header = json.loads(path.read_text().splitlines()[0])
+    assert header["context"]["aet_us"] == 10_000_000
+    assert header["context"]["ack_expected_period_us"] == 1_000_000
+    assert read_trace(path, matches=reference_matcher()).context.aet_us == 10_000_000
+    bad = header | {"context": header["context"] | {"aet_us": -5}}
+    lines = path.read_text().splitlines()
+    (tmp_path / "bad.jsonl").write_text("\n".join([json.dumps(bad), *lines[1:-1]]) + "\n")
+    with pytest.raises(TraceFileError, match="aet_us must be a positive integer"):
+        read_trace(tmp_path / "bad.jsonl", matches=reference_matcher())
