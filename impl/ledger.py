@@ -33,7 +33,7 @@ error of :mod:`gapless.impl.errors`.
 >>> led, again = led.nack(((3, 12),), now=150)
 >>> newly, again, led.since(5), led.since(3)
 (((5, 9),), ((3, 4), (10, 12)), 100, 150)
->>> led.forget(100)[0].curious_ticks()
+>>> led.forget(100).ledger.curious_ticks()
 ((3, 4), (10, 12))
 """
 

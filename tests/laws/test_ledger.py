@@ -24,7 +24,7 @@ from gapless.impl.ledger import CellLedger, CuriosityLedger
 from gapless.spec import ledger as ref
 from gapless.spec import ticksets as tref
 
-SMALL = 30
+SMALL = 20
 N_CELLS = 2
 BROKERS = ("x", "y", "z")
 
@@ -33,13 +33,14 @@ prefix = st.integers(-1, SMALL + 2)
 tick_sets = st.one_of(
     st.sets(tick, max_size=12).map(tref.runs),
     st.tuples(tick, st.integers(0, 8)).map(lambda p: ((p[0], p[0] + p[1]),)),
+    st.just(()),
 )
 broker = st.sampled_from(BROKERS)
 
 cell_ops = st.one_of(
     st.tuples(st.just("ack"), prefix),
     st.tuples(st.just("filter"), tick_sets),
-    st.tuples(st.just("filter_tick"), tick),
+    st.tuples(st.just("filter_tick"), st.integers(0, 6)),
     st.tuples(st.just("want"), broker, tick_sets),
     st.tuples(st.just("serve"), broker, tick_sets),
     st.tuples(st.just("sent"), tick),
@@ -117,6 +118,43 @@ def check_cell_queries(c: CellLedger, r: ref.Cell) -> None:
 
 @given(st.lists(cell_ops, max_size=30))
 def test_cell_ledger_matches_the_reference(ops: list[tuple[Any, ...]]) -> None:
+    run_cell_ops(ops)
+
+
+@given(tick_sets, tick_sets, tick_sets, tick_sets, prefix, prefix, st.integers(0, 6))
+def test_cell_ledger_fast_paths_match_the_reference(
+    cx: ts.TickSet,
+    cy: ts.TickSet,
+    f: ts.TickSet,
+    served: ts.TickSet,
+    a: int,
+    p: int,
+    t: int,
+) -> None:
+    """One fixed pattern of operations with random arguments, so that every shortcut of
+    :class:`CellLedger` (F or C partly below the A prefix, a tick filtered twice, a broker
+    whose C all lies above a release, serving ticks a broker never wanted) is judged by the
+    reference in every run, not only when a random sequence happens to line them up."""
+    run_cell_ops(
+        [
+            ("want", "x", cx),
+            ("want", "y", cy),
+            ("filter", f),
+            ("filter_tick", t),
+            ("filter_tick", t),
+            ("serve", "x", served),
+            ("ack", a),
+            ("filter", f),
+            ("want", "x", cy),
+            ("release", p),
+            ("filter_tick", t),
+            ("serve", "y", served),
+        ]
+    )
+
+
+def run_cell_ops(ops: list[tuple[Any, ...]]) -> None:
+    """Run ``ops`` on a fresh cell ledger and the reference, checking every step."""
     c, r = CellLedger(), ref.Cell()
     history = [(c, r)]
     for op in ops:
@@ -182,6 +220,32 @@ def test_curiosity_ledger_matches_the_reference(ops: list[tuple[Any, ...]]) -> N
         assert to_ref(old) == want
 
 
+@given(tick_sets, tick_sets, tick_sets, prefix, prefix, st.integers(0, 3))
+def test_curiosity_ledger_fast_paths_match_the_reference(
+    n1: ts.TickSet, n2: ts.TickSet, known: ts.TickSet, fin: int, p: int, age: int
+) -> None:
+    """A fixed pattern with random arguments (overlapping nacks at two times, knowledge
+    settling part of the C, a partial forget, a release through both), as for the cells."""
+    led, r, now = CuriosityLedger.fresh(N_CELLS), ref.fresh(N_CELLS), 0
+    for op in [
+        ("nack", n1, 1),
+        ("cell", 0, ("want", "x", n2)),
+        ("nack", n2, 2),
+        ("nack", n1, 1),
+        ("settle", fin, known),
+        ("forget", age),
+        ("release", p),
+        ("nack", n2, 1),
+        ("forget", 0),
+    ]:
+        led2, r2, now = apply(led, r, op, now)
+        assert to_ref(led2) == r2, op
+        assert_canonical(led2)
+        if r2 == r:
+            assert led2 is led, f"{op} changed nothing but made a new value"
+        led, r = led2, r2
+
+
 @given(st.lists(st.tuples(tick_sets.filter(bool), st.integers(0, 3)), min_size=1, max_size=8))
 def test_a_repeated_nack_is_fresh_only_once_its_curiosity_is_forgotten(
     nacks: list[tuple[ts.TickSet, int]],
@@ -223,6 +287,14 @@ def test_misuse_raises_typed_errors() -> None:
     ]:
         with pytest.raises(err, match=text.replace("(", r"\(").replace(")", r"\)")):
             call()
+
+
+def test_replacing_cells_by_themselves_is_a_no_op() -> None:
+    led = CuriosityLedger.fresh(2)
+    assert led.with_cells(led.cells) is led
+    assert led.with_cell(1, led.cells[1]) is led
+    other = (CellLedger(acked=3), CellLedger())
+    assert led.with_cells(other).cells is other
 
 
 def test_the_differential_check_catches_a_ledger_that_refreshes_c_times() -> None:
