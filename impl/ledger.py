@@ -269,7 +269,10 @@ class CuriosityLedger:
 
     def any_broker_curious(self) -> bool:
         """Whether some downstream broker has a C tick in some cell."""
-        return any(c.curious for c in self.cells)
+        for c in self.cells:
+            if c.curious:
+                return True
+        return False
 
     def curious_ticks(self) -> R.TickSet:
         """The upstream C ticks."""
@@ -326,15 +329,19 @@ class CuriosityLedger:
     def release(self, prefix: int) -> CuriosityLedger:
         """The istream's A prefix reached ``prefix`` [GD §2.1.1, §3.1]: no C at or below it,
         upstream or in any cell, and no per-cell F there."""
-        _prefix("CuriosityLedger.release", prefix)
+        if prefix < -1:
+            _prefix("CuriosityLedger.release", prefix)
         upstream = self.upstream
         if upstream and upstream[0][0] <= prefix:
             upstream = tuple((max(lo, prefix + 1), hi, w) for lo, hi, w in upstream if hi > prefix)
         cells = self.cells
         for i, c in enumerate(self.cells):
-            c2 = c.release(prefix)
-            if c2 is not c:
-                cells = (*cells[:i], c2, *cells[i + 1 :])
+            # most cells hold nothing at or below the prefix: skip the call
+            f = c.filtered
+            if (f and f[0][0] <= prefix) or c.curious:
+                c2 = c.release(prefix)
+                if c2 is not c:
+                    cells = (*cells[:i], c2, *cells[i + 1 :])
         if upstream is self.upstream and cells is self.cells:
             return self
         return _copy(self, upstream=upstream, cells=cells)
