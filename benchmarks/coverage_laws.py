@@ -5,9 +5,11 @@ A fast path that no generated case enters is a path the reference never judged (
 measuring only the modules the law tests check against their references — the stream
 types (``impl/streams/*``), the tick sets (``impl/ticksets.py``) and the curiosity ledgers
 (``impl/ledger.py``) — and prints, per module, the statements and branches covered and every
-missed line and branch (``from->to``, ``-1`` meaning the function's exit). ``--json`` prints
-the same as one JSON object; ``--fail-under P`` exits 1 when some module's branch coverage is
-below ``P`` percent. The data lives in ``build/coverage-laws`` (not in the source tree).
+missed line and branch (``from->to``, ``-1`` meaning the function's exit). ``--also PATH`` adds
+test files (``--also tests/unit/test_streams.py`` adds the typed-error tests, which enter the
+misuse branches the law tests leave); ``--json`` prints the same as one JSON object;
+``--fail-under P`` exits 1 when some module's branch coverage is below ``P`` percent. The
+data lives in ``build/coverage-laws`` (not in the source tree).
 """
 
 from __future__ import annotations
@@ -76,8 +78,9 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--json", action="store_true", help="print one JSON object")
     ap.add_argument("--fail-under", type=float, default=None, help="minimum branch percent")
+    ap.add_argument("--also", action="append", default=[], help="more test paths (repeatable)")
     args = ap.parse_args(argv)
-    result = measure()
+    result = measure((*TESTS, *args.also))
     if args.json:
         print(json.dumps(result, indent=1, sort_keys=True))
     else:

@@ -63,7 +63,7 @@ def stage() -> None:
 def run_mutmut(max_children: int) -> float:
     """Run mutmut in the stage; its output goes to ``build/mutation/mutmut.log``."""
     env = dict(os.environ)
-    env.setdefault("HYPOTHESIS_PROFILE", "ci")
+    env.setdefault("HYPOTHESIS_PROFILE", "mutation")
     t0 = time.monotonic()
     with (STAGE / "mutmut.log").open("w") as log:
         subprocess.run(
