@@ -230,6 +230,8 @@ def test_curiosity_ledger_fast_paths_match_the_reference(
     for op in [
         ("nack", n1, 1),
         ("release", max(p - 3, -1)),
+        ("nack", n2, 1),
+        ("release", n2[0][1] if n2 else -1),  # a release that ends exactly where a C run ends
         ("cell", 0, ("want", "x", n2)),
         ("nack", n2, 2),
         ("nack", n1, 1),
@@ -300,6 +302,7 @@ def test_misuse_raises_typed_errors() -> None:
         (lambda: CuriosityLedger().nack(((2, 1),), 0), InvalidRange, "CuriosityLedger.nack: "),
         (lambda: CuriosityLedger().release(-2), InvalidTick, "CuriosityLedger.release: -2 "),
         (lambda: c.ack(5).ack(-3), InvalidTick, "CellLedger.ack: -3 is not a prefix end"),
+        (lambda: c.ack(2.5), InvalidTick, "CellLedger.ack: 2.5 is not a prefix end"),  # type: ignore[arg-type]
     ]:
         # anchored: the message starts with the operation's name
         with pytest.raises(err, match="^" + text.replace("(", r"\(").replace(")", r"\)")):
