@@ -269,10 +269,7 @@ class CuriosityLedger:
 
     def any_broker_curious(self) -> bool:
         """Whether some downstream broker has a C tick in some cell."""
-        for c in self.cells:
-            if c.curious:
-                return True
-        return False
+        return any(c.curious for c in self.cells)
 
     def curious_ticks(self) -> R.TickSet:
         """The upstream C ticks."""
