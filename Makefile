@@ -8,7 +8,7 @@ STAMP  := $(VENV)/.installed
 MYPYROOT := $(VENV)/mypy-root
 PKGS   := spec impl invariants models spark_fuzz cli benchmarks
 
-.PHONY: demo test venv java lint typecheck pytest mutation bench clean
+.PHONY: demo test venv java lint typecheck pytest mutation coverage-laws bench clean
 
 # The venv: created if missing, dependencies (re)installed when pyproject.toml changes.
 $(STAMP): pyproject.toml
@@ -55,6 +55,11 @@ bench: $(STAMP)
 
 mutation: $(STAMP)
 	$(BIN)/python benchmarks/mutation_score.py --run --max-children 2
+
+# Branch coverage of the stream, tick-set and ledger modules under the law tests: every fast
+# path must be entered by a generated case (benchmarks/coverage_laws.py).
+coverage-laws: $(STAMP)
+	$(BIN)/python benchmarks/coverage_laws.py
 
 clean:
 	rm -rf $(VENV) build dist *.egg-info mutants .hypothesis .mypy_cache .ruff_cache .pytest_cache

@@ -1,8 +1,9 @@
 """Mutation testing of the verified core's lattice and stream modules (``make mutation``).
 
 ``python benchmarks/mutation_score.py --run`` stages the code, runs mutmut 3.8 over
-``impl/knowledge.py``, ``impl/curiosity.py`` and the stream package ``impl/streams/``
-(``runs.py``, ``typed.py``, ``paired.py`` and its ``__init__``: the modules listed in
+``impl/knowledge.py``, ``impl/curiosity.py``, the stream package ``impl/streams/``
+(``runs.py``, ``typed.py``, ``paired.py`` and its ``__init__``), the tick sets
+``impl/ticksets.py`` and the curiosity ledgers ``impl/ledger.py`` (the modules listed in
 ``[tool.mutmut] only_mutate``) against the fast test tiers, and prints the score (per module
 too); without ``--run`` it only reports an earlier run.
 
@@ -62,7 +63,7 @@ def stage() -> None:
 def run_mutmut(max_children: int) -> float:
     """Run mutmut in the stage; its output goes to ``build/mutation/mutmut.log``."""
     env = dict(os.environ)
-    env.setdefault("HYPOTHESIS_PROFILE", "ci")
+    env.setdefault("HYPOTHESIS_PROFILE", "mutation")
     t0 = time.monotonic()
     with (STAGE / "mutmut.log").open("w") as log:
         subprocess.run(

@@ -56,7 +56,7 @@ world inputs: a ``Rejected`` effect naming the role, the input and what it accep
 or paper section — are listed, with their rules, in ``spec/gd.md`` (generated from the table).
 
 Reading state (tests, debugging — never for judging correctness): ``state.stream(pubend)``
-gives a guaranteed-delivery node's stream (``fin``, ``silent``, ``data``, ``ostreams``...),
+gives a guaranteed-delivery node's stream (``fin``, ``silent``, ``data``, ``ledger``...),
 ``PHBState.log`` the pubend's stable log.
 
 Topology: :class:`GDTopology` (see :mod:`gapless.impl.gd.topology`; :func:`figure3` and

@@ -116,10 +116,7 @@ def _cell_finals(ctx: NodeCtx, s: Stream, p: str, cell: str, finals: R.TickSet) 
         add = R.subtract(add, tuple((t, t) for t, _ in s.data))
     if not add:
         return s
-    filtered = R.union(o.filtered, add)
-    if filtered == o.filtered:
-        return s
-    return with_ostream(ctx, s, p, cell, evolve(o, filtered=filtered))
+    return with_ostream(ctx, s, p, cell, o.filter(add))
 
 
 def on_ack_expected(state: IBState, sender: str, msg: AckExpected, step: Step) -> IBState:
@@ -136,7 +133,7 @@ def on_ack_expected(state: IBState, sender: str, msg: AckExpected, step: Step) -
     if s.fin >= 0:
         send_up(state, s, Ack(pubend=p, upto=s.fin, retransmission=True), step)
     if s.fin < msg.upto:
-        for c, o in zip(ctx.children.get(p, ()), s.ostreams, strict=True):
+        for c, o in zip(ctx.children.get(p, ()), s.ledger.cells, strict=True):
             if o.acked < msg.upto:
                 got = route(state, p, c)
                 if got is not None and got[1] is None:
@@ -158,11 +155,10 @@ def on_nack(state: IBState, sender: str, msg: Nack, step: Step) -> IBState:
     s, unsatisfied = answer_nack(ctx, stream(state, p), c, sender, msg, step)
     if unsatisfied and ctx.parent.get(p) is not None:
         now = step.now
-        already = R.normalize((lo, hi) for lo, hi, _ in s.curious)
-        newly = R.subtract(unsatisfied, already)
+        ledger, newly = s.ledger.nack(unsatisfied, now)
         up = ctx.policy.nack_upstream(newly, unsatisfied)
-        if newly:
-            s = evolve(s, curious=tuple(sorted((*s.curious, *((lo, hi, now) for lo, hi in newly)))))
+        if ledger is not s.ledger:
+            s = evolve(s, ledger=ledger)
         if up:
             send_nacks(state, s, p, up, False, step)
         if ctx.policy.forget_curiosity and newly and not s.forget_armed:
@@ -191,17 +187,17 @@ def on_forget_timer(state: IBState, args: tuple[Any, ...], step: Step) -> IBStat
     (p,) = args
     s = stream(state, p)
     limit = step.now - state.ctx.config.min_repetition_us
-    keep = tuple(e for e in s.curious if e[2] > limit)
-    if len(keep) != len(s.curious):
+    got = s.ledger.forget(limit)
+    if got.forgot:
         step.labels.append("C:C->N")
-    if keep:
+    if got.earliest is not None:
         step.out.append(
             SetTimer(
                 key=timer_key(state.epoch, "forget", p),
-                at=min(e[2] for e in keep) + state.ctx.config.min_repetition_us,
+                at=got.earliest + state.ctx.config.min_repetition_us,
             )
         )
-    s = evolve(s, curious=keep, forget_armed=bool(keep))
+    s = evolve(s, ledger=got.ledger, forget_armed=got.earliest is not None)
     return put(state, p, s)
 
 

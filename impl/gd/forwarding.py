@@ -32,21 +32,14 @@ import attrs
 
 from gapless.impl import ticksets as R
 from gapless.impl.effects import Send, SetTimer
-from gapless.impl.fmap import FMap
-from gapless.impl.gd.istream import (
-    G,
-    clip_curious,
-    ostream,
-    raise_fin,
-    stream,
-    with_ostream,
-)
+from gapless.impl.gd.istream import G, ostream, raise_fin, stream, with_ostream
 from gapless.impl.gd.messages import Ack, Data, Knowledge, Nack
 from gapless.impl.gd.routing import route, send_up
-from gapless.impl.gd.state import IBState, NodeCtx, Ostream, PHBState, Stream, evolve
+from gapless.impl.gd.state import IBState, NodeCtx, PHBState, Stream, evolve
 from gapless.impl.gd.step import FILTERED, NO_END, Step, timer_key
 from gapless.impl.knowledge import D as KD
 from gapless.impl.knowledge import Kind
+from gapless.impl.ledger import CellLedger
 
 __all__ = [
     "Outgoing",
@@ -156,26 +149,23 @@ def _send_route(fw: _Forwarding, c: str, finals: R.TickSet, datas: Sequence[Data
 def forward(st: PHBState | IBState, s: Stream, what: Outgoing, step: Step) -> Stream:
     """Propagate new knowledge to the downstream cells by the rules of [GD §2.4, §3.1]."""
     fw = _Forwarding(st=st, s=s, what=what, step=step)
-    ostreams = s.ostreams
+    cells = s.ledger.cells
     for ci, c in enumerate(st.ctx.children.get(what.pubend, ())):
         if what.only_cell is not None and c != what.only_cell:
             continue
-        o0 = ostreams[ci]
+        o0 = cells[ci]
         o = _forward_to_cell(fw, c, o0)
         if o is not o0:
-            ostreams = (*ostreams[:ci], o, *ostreams[ci + 1 :])
-    if ostreams is not s.ostreams:
-        s = evolve(s, ostreams=ostreams)
+            cells = (*cells[:ci], o, *cells[ci + 1 :])
+    if cells is not s.ledger.cells:
+        s = evolve(s, ledger=s.ledger.with_cells(cells))
     return s
 
 
-def _forward_to_cell(fw: _Forwarding, c: str, o: Ostream) -> Ostream:
+def _forward_to_cell(fw: _Forwarding, c: str, o: CellLedger) -> CellLedger:
     """:func:`forward` for one downstream cell ``c``; returns its new ostream."""
     policy = fw.st.ctx.policy
-    finals_c, passing, filtered = _through_filter(fw, c, o)
-    if filtered is not o.filtered:
-        o = evolve(o, filtered=filtered)
-    curious = o.curious
+    finals_c, passing, o = _through_filter(fw, c, o)
     served: dict[str, R.TickSet] = {}
     if not fw.what.retransmission:
         o = _first_time(fw, c, o, finals_c, passing, served)
@@ -183,16 +173,16 @@ def _forward_to_cell(fw: _Forwarding, c: str, o: Ostream) -> Ostream:
             _send_route(fw, c, finals_c, ())
     elif not policy.retransmit_to_nackers_only and (finals_c or passing):
         _send_route(fw, c, finals_c, passing)
-    if curious:
-        curious = _serve_curious(fw, curious, finals_c, passing, served)
-        if curious is not o.curious:
-            o = evolve(o, curious=curious)
+    if o.curious:
+        o = _serve_curious(fw, o, finals_c, passing, served)
     return o
 
 
-def _through_filter(fw: _Forwarding, c: str, o: Ostream) -> tuple[R.TickSet, list[Data], R.TickSet]:
-    """The F ranges and passing D for cell ``c`` (above its ack) and the ostream's new
-    ``filtered``: the edge filter turns a non-matching D into F, A at once [GD §2.4, §3.1]."""
+def _through_filter(
+    fw: _Forwarding, c: str, o: CellLedger
+) -> tuple[R.TickSet, list[Data], CellLedger]:
+    """The F ranges and passing D for cell ``c`` (above its ack) and the ostream with its new
+    F: the edge filter turns a non-matching D into F, A at once [GD §2.4, §3.1]."""
     ctx = fw.st.ctx
     what = fw.what
     filt = ctx.filters[(what.pubend, c)]
@@ -200,7 +190,6 @@ def _through_filter(fw: _Forwarding, c: str, o: Ostream) -> tuple[R.TickSet, lis
     if finals_c and finals_c[0][0] <= o.acked:
         finals_c = R.clip(what.finals, o.acked + 1, NO_END)
     passing: list[Data] = []
-    filtered = o.filtered
     for d in what.data:
         if d.tick <= o.acked:
             continue
@@ -209,22 +198,23 @@ def _through_filter(fw: _Forwarding, c: str, o: Ostream) -> tuple[R.TickSet, lis
             passing.append(d)
         elif v.kind is Kind.F:
             finals_c = R.add(finals_c, d.tick, d.tick)
-            if not R.contains(filtered, d.tick):
-                filtered = R.add(filtered, d.tick, d.tick)
+            o2 = o.filter_tick(d.tick)
+            if o2 is not o:
+                o = o2
                 fw.step.labels.append(FILTERED)
                 fw.step.labels.append("C:N->A")
         # any other value (a planted bug): the tick stays Q downstream
-    return finals_c, passing, filtered
+    return finals_c, passing, o
 
 
 def _first_time(
     fw: _Forwarding,
     c: str,
-    o: Ostream,
+    o: CellLedger,
     finals_c: R.TickSet,
     passing: list[Data],
     served: dict[str, R.TickSet],
-) -> Ostream:
+) -> CellLedger:
     """Send each new passing D first-time along the routed link of ``c`` with the F ticks
     known here since the last one sent there ("D F*") [GD §2.2, §3.1]; ``served`` collects
     what each curious broker got."""
@@ -254,33 +244,31 @@ def _first_time(
             fw.step.out.append(Send(to=to, msg=msg))
             if for_cell is None and curious:
                 served[to] = R.add(R.union(served.get(to, ()), bracket), d.tick, d.tick)
-        o = evolve(o, sent_upto=max(o.sent_upto, d.tick))
+        o = o.sent(d.tick)
     return o
 
 
 def _serve_curious(
     fw: _Forwarding,
-    curious: FMap[str, R.TickSet],
+    o: CellLedger,
     finals_c: R.TickSet,
     passing: list[Data],
     served: dict[str, R.TickSet],
-) -> FMap[str, R.TickSet]:
+) -> CellLedger:
     """Send each curious downstream broker the ticks of this knowledge it is curious for
-    and clear its C there [GD §3.1]; returns the remaining per-broker C."""
+    and clear its C there [GD §3.1]; returns the cell ledger with the remaining C."""
     retrans = fw.what.retransmission
     first_time_silence = fw.st.ctx.policy.first_time_silence
-    for x in sorted(curious):
-        cx = curious[x]
+    for x in sorted(o.curious):
         if x in served:
-            cx = R.subtract(cx, served[x])
+            o = o.serve(x, served[x])
+        cx = o.curious.get(x, ())
         over_f = R.intersect(finals_c, cx)
         over_d = [d for d in passing if R.contains(cx, d.tick)]
         if (over_f or over_d) and (retrans or first_time_silence(True)):
             got = emit(fw.step, x, fw.what.pubend, fw.s.fin, over_f, over_d, retrans)
-            cx = R.subtract(cx, got)
-        if cx is not curious[x]:
-            curious = curious.set(x, cx) if cx else curious.remove(x)
-    return curious
+            o = o.serve(x, got)
+    return o
 
 
 def _a_end(ctx: NodeCtx, s: Stream, t: int) -> int | None:
@@ -289,14 +277,10 @@ def _a_end(ctx: NodeCtx, s: Stream, t: int) -> int | None:
     e = R.run_end(s.silent, t)
     if e is not None:
         return e
-    if not s.ostreams:
+    cells = s.ledger.cells
+    if not cells:
         return None
-    ends: list[int | None] = []
-    for o in s.ostreams:
-        if t <= o.acked:
-            ends.append(o.acked)
-        else:
-            ends.append(R.run_end(o.filtered, t))
+    ends = [o.a_end(t) for o in cells]
     if ctx.policy.ack_all_downstream:
         if any(e is None for e in ends):
             return None
@@ -398,10 +382,7 @@ def answer_nack(
     # a D tick a buggy filter turned into Q is neither sent nor curious-able: it stays C
     if unsatisfied:
         step.labels.append("C:N->C")
-        o = evolve(
-            o, curious=o.curious.set(sender, R.union(o.curious.get(sender, ()), unsatisfied))
-        )
-        s = with_ostream(ctx, s, p, c, o)
+        s = with_ostream(ctx, s, p, c, o.want(sender, unsatisfied))
     return s, unsatisfied
 
 
@@ -418,10 +399,4 @@ def take_ack(st: G, sender: str, msg: Ack, step: Step) -> Stream | None:
     o = ostream(ctx, s, p, c)
     if msg.upto <= o.acked:
         return None
-    o = evolve(
-        o,
-        acked=msg.upto,
-        filtered=R.clip(o.filtered, msg.upto + 1, NO_END),
-        curious=clip_curious(o.curious, msg.upto),
-    )
-    return with_ostream(ctx, s, p, c, o)
+    return with_ostream(ctx, s, p, c, o.ack(msg.upto))

@@ -6,7 +6,8 @@ Theory of operation
 A guaranteed-delivery broker keeps, per pubend ``P`` whose knowledge tree passes through its
 cell, one stream — ``istream[P]`` at a PHB or IB, the consolidated subend stream at an SHB
 [GD §3.1, §4.1] — and per downstream cell ``c`` one ``ostream[P, c]``
-(:class:`~gapless.impl.gd.state.Stream`, :class:`~gapless.impl.gd.state.Ostream`). Ticks
+(:class:`~gapless.impl.gd.state.Stream`; the curiosity of the istream and its ostreams is the
+stream's :class:`~gapless.impl.ledger.CuriosityLedger`). Ticks
 ``0..fin`` are F (and, by the linkage F ⇔ A, acknowledged [GD §2.1.1]); above ``fin`` the
 F ticks are ``silent``, the D ticks ``data``, every other tick Q.
 
@@ -22,16 +23,14 @@ subscriber end all keep their knowledge this way.
 
 from __future__ import annotations
 
-from typing import Any, Final, TypeVar
+from typing import Any, TypeVar
 
 from gapless.impl import ticksets as R
-from gapless.impl.fmap import FMap
 from gapless.impl.gd.messages import Data, Knowledge
 from gapless.impl.gd.routing import on_link_changed as _links_changed
 from gapless.impl.gd.state import (
     IBState,
     NodeCtx,
-    Ostream,
     PHBState,
     SHBState,
     Stream,
@@ -42,11 +41,11 @@ from gapless.impl.gd.state import (
 )
 from gapless.impl.gd.step import NO_END, Step
 from gapless.impl.inputs import LinkChanged
+from gapless.impl.ledger import CellLedger, CuriosityLedger
 
 __all__ = [
     "absorb",
     "accumulate",
-    "clip_curious",
     "fresh",
     "highest",
     "known",
@@ -57,8 +56,6 @@ __all__ = [
     "stream",
     "with_ostream",
 ]
-
-_NO_OSTREAM: Final = Ostream()
 
 #: A broker with streams; helpers that change one return the same role's state.
 G = TypeVar("G", PHBState, IBState, SHBState)
@@ -80,20 +77,20 @@ def put(st: G, p: str, s: Stream, **changes: Any) -> G:
     return evolve(st, **changes)
 
 
-def ostream(ctx: NodeCtx, s: Stream, p: str, c: str) -> Ostream:
-    """``ostream[p, c]`` [GD §3.1]."""
-    return s.ostreams[ctx.child_index[(p, c)]]
+def ostream(ctx: NodeCtx, s: Stream, p: str, c: str) -> CellLedger:
+    """``ostream[p, c]`` [GD §3.1]: the curiosity ledger of downstream cell ``c``."""
+    return s.ledger.cells[ctx.child_index[(p, c)]]
 
 
-def with_ostream(ctx: NodeCtx, s: Stream, p: str, c: str, o: Ostream) -> Stream:
-    """``s`` with ``o`` as ``ostream[p, c]``."""
-    i = ctx.child_index[(p, c)]
-    return evolve(s, ostreams=(*s.ostreams[:i], o, *s.ostreams[i + 1 :]))
+def with_ostream(ctx: NodeCtx, s: Stream, p: str, c: str, o: CellLedger) -> Stream:
+    """``s`` with ``o`` as ``ostream[p, c]`` (``s`` itself when it already is)."""
+    led = s.ledger.with_cell(ctx.child_index[(p, c)], o)
+    return s if led is s.ledger else evolve(s, ledger=led)
 
 
 def fresh(ctx: NodeCtx, p: str, **fields: Any) -> Stream:
-    """A new stream of ``p`` with one empty ostream per downstream cell."""
-    return Stream(ostreams=(_NO_OSTREAM,) * len(ctx.children.get(p, ())), **fields)
+    """A new stream of ``p`` with one empty cell ledger per downstream cell."""
+    return Stream(ledger=CuriosityLedger.fresh(len(ctx.children.get(p, ()))), **fields)
 
 
 def data_ranges(s: Stream) -> R.TickSet:
@@ -175,25 +172,20 @@ def accumulate(s: Stream, msg: Knowledge, step: Step) -> tuple[Stream, list[Data
         return s, new_data, False
     data = data_above(data, fin)
     return (
-        evolve(s, fin=fin, silent=silent, data=data, curious=_still_curious(s, fin, silent, data)),
+        evolve(s, fin=fin, silent=silent, data=data, ledger=_settled(s, fin, silent, data)),
         new_data,
         True,
     )
 
 
-def _still_curious(
+def _settled(
     s: Stream, fin: int, silent: R.TickSet, data: tuple[tuple[int, Data], ...]
-) -> tuple[tuple[int, int, int], ...]:
-    """The istream's C ranges without the ticks now known [GD §3.1]."""
-    curious = s.curious
-    if not curious:
-        return curious
-    now_known = R.union(silent, tuple((t, t) for t, _ in data))
-    kept = []
-    for lo, hi, since in curious:
-        for a, b in R.subtract(((max(lo, fin + 1), hi),), now_known):
-            kept.append((a, b, since))
-    return tuple(kept)
+) -> CuriosityLedger:
+    """The stream's ledger without istream C for the ticks now known [GD §3.1]."""
+    led = s.ledger
+    if not led.upstream:
+        return led
+    return led.settle(fin, R.union(silent, tuple((t, t) for t, _ in data)))
 
 
 def raise_fin(s: Stream, prefix: int, step: Step) -> Stream:
@@ -204,28 +196,7 @@ def raise_fin(s: Stream, prefix: int, step: Step) -> Stream:
     if data is not s.data:
         labels.append("K:D->F")
     silent = R.clip(s.silent, prefix + 1, NO_END)
-    curious = tuple((max(lo, prefix + 1), hi, w) for lo, hi, w in s.curious if hi > prefix)
-    ostreams = s.ostreams
-    for ci, o in enumerate(s.ostreams):
-        if (o.filtered and o.filtered[0][0] <= prefix) or o.curious:
-            o2 = evolve(
-                o,
-                filtered=R.clip(o.filtered, prefix + 1, NO_END),
-                curious=clip_curious(o.curious, prefix),
-            )
-            if o2 != o:
-                ostreams = (*ostreams[:ci], o2, *ostreams[ci + 1 :])
-    return evolve(s, fin=prefix, data=data, silent=silent, curious=curious, ostreams=ostreams)
-
-
-def clip_curious(curious: FMap[str, R.TickSet], upto: int) -> FMap[str, R.TickSet]:
-    """Per-broker C ranges without the ticks ``0..upto`` [GD §3.1]."""
-    out = curious
-    for x in sorted(curious):
-        r = R.clip(curious[x], upto + 1, NO_END)
-        if r != curious[x]:
-            out = out.set(x, r) if r else out.remove(x)
-    return out
+    return evolve(s, fin=prefix, data=data, silent=silent, ledger=s.ledger.release(prefix))
 
 
 def on_link_changed(state: G, inp: LinkChanged, step: Step) -> G:

@@ -228,17 +228,17 @@ def publish_in_order(
     s = stream(state, p)
     if t <= s.fin or (s.data and s.data[-1][0] >= t):
         return None
-    ostreams = s.ostreams
-    for o in ostreams:
-        if o.curious:
-            return None
+    ledger = s.ledger
+    if ledger.any_broker_curious():
+        return None
+    cells = ledger.cells
     labels = step.labels
     labels.append("K:Q->D")
     fin = s.fin
     attributes = d.attributes
     sent: dict[tuple[int, R.TickSet], Knowledge] = {}
     for ci, c in enumerate(ctx.children.get(p, ())):
-        o = ostreams[ci]
+        o = cells[ci]
         if t <= o.acked:
             continue
         if ctx.filters[(p, c)].matches(attributes):
@@ -258,17 +258,17 @@ def publish_in_order(
                     if for_cell is None:
                         sent[(t, bracket)] = msg
                 step.out.append(Send(to=to, msg=msg))
-            o = evolve(o, sent_upto=max(o.sent_upto, t))
+            o = o.sent(t)
         elif R.contains(o.filtered, t):
             continue
         else:
             # the edge filter turns the D into F, acked at once [GD §2.4, §3.1]; first-time
             # silence goes nowhere, as no broker is curious
-            o = evolve(o, filtered=R.add(o.filtered, t, t))
+            o = o.filter_tick(t)
             labels.append(FILTERED)
             labels.append("C:N->A")
-        ostreams = (*ostreams[:ci], o, *ostreams[ci + 1 :])
-    s = evolve(s, data=data_put(s.data, d), ostreams=ostreams)
+        cells = (*cells[:ci], o, *cells[ci + 1 :])
+    s = evolve(s, data=data_put(s.data, d), ledger=ledger.with_cells(cells))
     log = state.log.get(p) or PubendLog()
     log = evolve(log, entries=data_put(log.entries, d), reserved=max(log.reserved, t))
     s = grow_a_prefix(ctx, s, step)
@@ -328,7 +328,7 @@ def send_ack_expected(st: PHBState, p: str, upto: int, step: Step) -> None:
     """``AckExpected(upto)`` to each downstream cell that has not acked ``upto`` [GD §3.2]."""
     ctx = st.ctx
     s = stream(st, p)
-    for c, o in zip(ctx.children.get(p, ()), s.ostreams, strict=True):
+    for c, o in zip(ctx.children.get(p, ()), s.ledger.cells, strict=True):
         if o.acked < upto:
             got = route(st, p, c)
             if got is not None and got[1] is None:

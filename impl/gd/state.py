@@ -11,11 +11,11 @@ uses. The static part every handler needs (topology-derived routing tables,
 compiled edge filters, the configuration and the policy) is :class:`NodeCtx`, shared by
 reference and excluded from equality.
 
-Stream representation (private to the GD roles; ``impl/streams/`` is the general RLE stream
-— the GD roles keep this narrower form because they need per-broker curiosity and filtered
-sets beside the knowledge): ticks ``0..fin`` are F (and, by the linkage, A [GD §2.1.1]);
-above ``fin`` the F ticks are the ranges ``silent``, the D ticks the map ``data``, every other
-tick Q.
+Stream representation (private to the GD roles; ``impl/streams/`` is the general RLE stream;
+curiosity — per-broker C, per-cell F, the cells' A prefixes — is the verified
+:class:`~gapless.impl.ledger.CuriosityLedger`): ticks ``0..fin`` are F (and, by the linkage,
+A [GD §2.1.1]); above ``fin`` the F ticks are the ranges ``silent``, the D ticks the map
+``data``, every other tick Q.
 """
 
 from __future__ import annotations
@@ -34,6 +34,7 @@ from gapless.impl.gd.config import GDConfig
 from gapless.impl.gd.messages import Data
 from gapless.impl.gd.policy import GDPolicy
 from gapless.impl.gd.topology import GDTopology
+from gapless.impl.ledger import CuriosityLedger
 from gapless.impl.ticksets import TickSet
 
 __all__ = [
@@ -49,7 +50,6 @@ __all__ = [
     "LogRecord",
     "NodeCtx",
     "NodeState",
-    "Ostream",
     "PHBState",
     "PubendLog",
     "SHBState",
@@ -82,32 +82,19 @@ class PubendLog:
 
 @final
 @attrs.frozen(kw_only=True, slots=False)
-class Ostream:
-    """``ostream[P, c]`` [GD §3.1]: what one downstream cell ``c`` has acked (``0..acked``
-    A), the D ticks its filter turned into F (``filtered``, A at once), the C ticks per
-    downstream broker that nacked them, and the highest tick sent to it first-time."""
-
-    acked: int = -1
-    filtered: TickSet = ()
-    curious: FMap[str, TickSet] = attrs.field(factory=FMap)
-    sent_upto: int = -1
-
-
-@final
-@attrs.frozen(kw_only=True, slots=False)
 class Stream:
     """One pubend's stream at a node: ``istream[P]`` at a PHB or IB [GD §3.1], the consolidated
-    subend stream at an SHB [GD §2.3, §4.1]. Fields past ``ostreams`` are the SHB's liveness
+    subend stream at an SHB [GD §2.3, §4.1]. Fields past ``ledger`` are the SHB's liveness
     state [GD §3.2]."""
 
     fin: int = -1
     silent: TickSet = ()
     #: D ticks above ``fin``: ``(tick, Data)`` pairs, ascending (see :func:`data_put`)
     data: tuple[tuple[int, Data], ...] = ()
-    #: istream C ranges with the time they became C: ``(lo, hi, since)`` [GD §3.1].
-    curious: tuple[tuple[int, int, int], ...] = ()
-    #: one per downstream cell, in the order of ``NodeCtx.children[pubend]``
-    ostreams: tuple[Ostream, ...] = ()
+    #: the stream's curiosity [GD §3.1]: istream C with the time it became C, and one cell
+    #: ledger (``ostream[P, c]``) per downstream cell, in the order of
+    #: ``NodeCtx.children[pubend]``
+    ledger: CuriosityLedger = attrs.field(factory=CuriosityLedger)
     last_sender: str | None = None
     acked_sent: int = -1
     forget_armed: bool = False
@@ -168,7 +155,7 @@ class NodeCtx:
     hosted: tuple[str, ...]
     #: pubend -> its position in ``pubends`` (and in ``NodeState.streams``)
     index: Mapping[str, int]
-    #: (pubend, downstream cell) -> its position in ``children[pubend]`` (and in ``ostreams``)
+    #: (pubend, downstream cell) -> its position in ``children[pubend]`` (and in ``ledger.cells``)
     child_index: Mapping[tuple[str, str], int]
     numbers: Mapping[str, int]
     parent: Mapping[str, str | None]

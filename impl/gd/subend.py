@@ -297,7 +297,7 @@ def in_order_fin(ctx: NodeCtx, s: Stream, msg: Knowledge) -> int | None:
     case). Then accumulating ``msg`` and advancing the doubt horizon amount to: deliver the D,
     everything up to it is F (see :func:`shb_in_order`)."""
     d = msg.data
-    if d is None or s.data or s.silent or s.nacked or s.curious:
+    if d is None or s.data or s.silent or s.nacked or s.ledger.upstream:
         return None
     t = d.tick
     if t <= s.fin or msg.prefix >= t or ctx.groups_of.get(p := msg.pubend):
