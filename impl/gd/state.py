@@ -11,18 +11,18 @@ uses. The static part every handler needs (topology-derived routing tables,
 compiled edge filters, the configuration and the policy) is :class:`NodeCtx`, shared by
 reference and excluded from equality.
 
-Stream representation (private to the GD roles; ``impl/streams/`` is the general RLE stream
-— the GD roles keep this narrower form because they need per-broker curiosity and filtered
-sets beside the knowledge): ticks ``0..fin`` are F (and, by the linkage, A [GD §2.1.1]);
-above ``fin`` the F ticks are the ranges ``silent``, the D ticks the map ``data``, every other
-tick Q.
+A stream's knowledge is one verified :class:`~gapless.impl.streams.KnowledgeStream`
+(``Stream.knowledge``): ticks ``0..fin`` are F (and, by the linkage, A [GD §2.1.1]); above
+``fin`` its runs hold F (silence), D(a) / D*(a) with the :class:`Data` message ``a`` as
+payload, and Q. The roles read and change it only through the stream's methods, which are
+differentially tested against ``gapless.spec.reference_stream``.
 """
 
 from __future__ import annotations
 
 from bisect import bisect_left
 from collections.abc import Mapping
-from typing import Any, ClassVar, TypeVar, final
+from typing import Any, ClassVar, Final, TypeVar, final
 
 import attrs
 from pyrsistent import PMap, PSet, pmap, pset
@@ -34,6 +34,7 @@ from gapless.impl.gd.config import GDConfig
 from gapless.impl.gd.messages import Data
 from gapless.impl.gd.policy import GDPolicy
 from gapless.impl.gd.topology import GDTopology
+from gapless.impl.streams import KnowledgeStream
 from gapless.impl.ticksets import TickSet
 
 __all__ = [
@@ -93,6 +94,9 @@ class Ostream:
     sent_upto: int = -1
 
 
+_NO_KNOWLEDGE: Final = KnowledgeStream()
+
+
 @final
 @attrs.frozen(kw_only=True, slots=False)
 class Stream:
@@ -100,10 +104,8 @@ class Stream:
     subend stream at an SHB [GD §2.3, §4.1]. Fields past ``ostreams`` are the SHB's liveness
     state [GD §3.2]."""
 
-    fin: int = -1
-    silent: TickSet = ()
-    #: D ticks above ``fin``: ``(tick, Data)`` pairs, ascending (see :func:`data_put`)
-    data: tuple[tuple[int, Data], ...] = ()
+    #: the pubend's knowledge here [GD §2.1]: D ticks carry their :class:`Data` as payload
+    knowledge: KnowledgeStream = _NO_KNOWLEDGE
     #: istream C ranges with the time they became C: ``(lo, hi, since)`` [GD §3.1].
     curious: tuple[tuple[int, int, int], ...] = ()
     #: one per downstream cell, in the order of ``NodeCtx.children[pubend]``
@@ -122,6 +124,12 @@ class Stream:
     nrt_armed: bool = False
     gct_mark: int | None = None
     ack_armed: bool = False
+
+    @property
+    def fin(self) -> int:
+        """The last tick of the acknowledged prefix (-1: none): ticks ``0..fin`` are F and A
+        [GD §2.1.1] (``knowledge.fin``)."""
+        return self.knowledge.fin
 
 
 @final
@@ -356,6 +364,7 @@ def evolve(inst: _T, **changes: Any) -> _T:
     return new
 
 
+#: The pubend's log and pending messages [GD §2.2]: ``(tick, Data)`` pairs, ascending.
 Rows = tuple[tuple[int, Data], ...]
 
 
