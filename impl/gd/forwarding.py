@@ -308,13 +308,14 @@ def _a_end(ctx: NodeCtx, s: Stream, t: int) -> int | None:
 def grow_a_prefix(ctx: NodeCtx, s: Stream, step: Step) -> Stream:
     """Grow the istream's A prefix [GD §3.1]: it is A where every ostream is A or the
     istream is F; ticks of the prefix become F (D* -> F)."""
-    cur = s.fin + 1
+    fin = s.knowledge.fin
+    cur = fin + 1
     end = _a_end(ctx, s, cur)
     while end is not None:
         cur = end + 1
         end = _a_end(ctx, s, cur)
     prefix = cur - 1
-    if prefix > s.fin:
+    if prefix > fin:
         s = raise_fin(s, prefix, step)
     return s
 

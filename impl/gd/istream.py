@@ -119,7 +119,7 @@ def accumulate(s: Stream, msg: Knowledge, step: Step) -> tuple[Stream, list[Data
     if msg.prefix > fin:
         if k.gaps(fin + 1, msg.prefix):
             labels.append("K:Q->F")
-        if k.data(fin + 1, msg.prefix):
+        if k.has_data(fin + 1, msg.prefix):
             labels.append("K:D->F")
         k = k.acknowledge(msg.prefix)
         fin = msg.prefix
@@ -170,7 +170,7 @@ def raise_fin(s: Stream, prefix: int, step: Step) -> Stream:
     labels = step.labels
     labels.append("C:N->A")
     k = s.knowledge
-    if k.data(k.final_prefix, prefix):
+    if k.has_data(k.final_prefix, prefix):
         labels.append("K:D->F")
     curious = tuple((max(lo, prefix + 1), hi, w) for lo, hi, w in s.curious if hi > prefix)
     ostreams = s.ostreams

@@ -149,8 +149,9 @@ def _release(st: PHBState, p: str, s: Stream, log: PubendLog | None = None) -> P
         if p not in st.log:
             return None
         log = st.log[p]
-    if s.fin > log.floor:
-        return evolve(log, floor=s.fin, entries=data_above(log.entries, s.fin))
+    fin = s.knowledge.fin
+    if fin > log.floor:
+        return evolve(log, floor=fin, entries=data_above(log.entries, fin))
     return None
 
 
@@ -220,8 +221,10 @@ def fast_policy(config: GDConfig, pol: GDPolicy) -> bool:
 def publish_in_order(
     state: PHBState, p: str, t: int, d: Data, pend: Rows, step: Step
 ) -> PHBState | None:
-    """:func:`on_persisted` in the common case — the logged tick is above every tick the
-    stream knows and no downstream broker is curious — with the same effects, state and
+    """:func:`on_persisted` in the common case — the logged tick is above the acknowledged
+    prefix and not D yet (what :func:`_publish_logged` requires too; F pre-assigned by later
+    publications may lie above it) and no downstream broker is curious — with the same
+    effects, state and
     coverage labels as the general rules (:func:`_publish_logged`,
     :func:`gapless.impl.gd.forwarding.forward`), in one pass over the downstream cells and one
     copy of the stream [GD §2.2, §3.1]. ``None``: not this case (the caller applies the
@@ -229,7 +232,7 @@ def publish_in_order(
     ctx = state.ctx
     s = stream(state, p)
     k = s.knowledge
-    if t < k.extent:
+    if t <= k.fin or k.payload_at(t) is not None:
         return None
     ostreams = s.ostreams
     for o in ostreams:
@@ -271,7 +274,7 @@ def publish_in_order(
             labels.append(FILTERED)
             labels.append("C:N->A")
         ostreams = (*ostreams[:ci], o, *ostreams[ci + 1 :])
-    s = evolve(s, knowledge=k.append(t, t, KD(d)), ostreams=ostreams)
+    s = evolve(s, knowledge=k.accumulate(t, t, KD(d)), ostreams=ostreams)
     log = state.log.get(p) or PubendLog()
     log = evolve(log, entries=data_put(log.entries, d), reserved=max(log.reserved, t))
     s = grow_a_prefix(ctx, s, step)
@@ -319,7 +322,7 @@ def on_aet_timer(state: PHBState, args: tuple[Any, ...], step: Step) -> PHBState
     if upto >= 0:
         for p in state.ctx.hosted:
             s = stream(state, p)
-            if s.fin < upto and (s.knowledge.data(s.fin + 1) or p in state.pending):
+            if s.fin < upto and (s.knowledge.has_data(s.fin + 1) or p in state.pending):
                 send_ack_expected(state, p, upto, step)
     step.out.append(
         SetTimer(key=timer_key(state.epoch, "aet"), at=step.now + cfg.ack_expected_period_us)

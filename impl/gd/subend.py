@@ -295,19 +295,21 @@ def in_order_fin(ctx: NodeCtx, s: Stream, msg: Knowledge) -> int | None:
     case). Then accumulating ``msg`` and advancing the doubt horizon amount to: deliver the D,
     everything up to it is F (see :func:`shb_in_order`)."""
     d = msg.data
-    if d is None or s.knowledge.run_count or s.nacked or s.curious:
+    k = s.knowledge
+    if d is None or k.run_count or s.nacked or s.curious:
         return None
     t = d.tick
-    if t <= s.fin or msg.prefix >= t or ctx.groups_of.get(p := msg.pubend):
+    fin = k.fin
+    if t <= fin or msg.prefix >= t or ctx.groups_of.get(p := msg.pubend):
         return None
     if ctx.policy.doubt_horizon is not paper_doubt_horizon or p not in ctx.index:
         return None
-    lo = max(s.fin, msg.prefix) + 1  # first tick neither final here nor in msg's prefix
+    lo = max(fin, msg.prefix) + 1  # first tick neither final here nor in msg's prefix
     sil = msg.silence
     if not sil:
-        return s.fin if lo == t else None
+        return fin if lo == t else None
     if len(sil) == 1 and sil[0][0] <= lo <= sil[0][1] == t - 1:
-        return s.fin
+        return fin
     return None
 
 

@@ -16,7 +16,7 @@ from __future__ import annotations
 from bisect import bisect_right
 from collections.abc import Callable, Hashable, Iterable, Sequence
 from operator import is_
-from typing import Any, ClassVar, TypeVar, final
+from typing import Any, ClassVar, Final, TypeVar, final
 
 from gapless.impl.curiosity import A, Curiosity, N, upstream
 from gapless.impl.curiosity import forget_curiosity as _forget_c
@@ -30,6 +30,13 @@ from gapless.impl.transfer import Predicate, filter_value, merge_values
 
 V = TypeVar("V")
 
+# The kinds as module constants: reading an enum member off its class costs a lookup per use.
+_KQ: Final = Kind.Q
+_KD: Final = Kind.D
+_KDSTAR: Final = Kind.DSTAR
+_KF: Final = Kind.F
+_KE: Final = Kind.E
+
 
 def _acknowledged(x: Knowledge) -> Knowledge:
     """``finalize(F ⊔ x)``: a tick of the acknowledged prefix [GD §2.1, §2.1.1]."""
@@ -37,15 +44,15 @@ def _acknowledged(x: Knowledge) -> Knowledge:
 
 
 def _is_f(x: Knowledge) -> bool:
-    return x.kind is Kind.F
+    return x.kind is _KF
 
 
 def _is_q(x: Knowledge) -> bool:
-    return x.kind is Kind.Q
+    return x.kind is _KQ
 
 
 def _not_q(x: Knowledge) -> bool:
-    return x.kind is not Kind.Q
+    return x.kind is not _KQ
 
 
 @final
@@ -99,7 +106,7 @@ class KnowledgeStream(_RunStream[Knowledge]):
         i = bisect_right(s, t) - 1
         n = len(s) - 1
         while i < n:
-            if v[i].kind is Kind.Q:
+            if v[i].kind is _KQ:
                 return max(t, s[i]), s[i + 1] - 1
             i += 1
         return max(t, s[n]), None
@@ -159,7 +166,7 @@ class KnowledgeStream(_RunStream[Knowledge]):
             return None
         x = self._v[bisect_right(self._s, t) - 1]
         k = x.kind
-        if k is Kind.D or k is Kind.DSTAR:
+        if k is _KD or k is _KDSTAR:
             return x.payload
         return None
 
@@ -179,15 +186,45 @@ class KnowledgeStream(_RunStream[Knowledge]):
         while s[i] < e1:
             x = v[i]
             k = x.kind
-            if k is Kind.D or k is Kind.DSTAR:
+            if k is _KD or k is _KDSTAR:
                 out.append((max(s[i], a), min(s[i + 1], e1) - 1, x.payload))
             i += 1
         return tuple(out)
 
+    def has_data(self, lo: int, hi: int | None = None) -> bool:
+        """Whether some tick of ``[lo, hi]`` (``hi`` None: no bound) holds D(a) or D*(a):
+        ``bool(data(lo, hi))``, stopping at the first data run."""
+        a, b1 = self._window("KnowledgeStream.has_data", lo, hi)
+        s, v = self._s, self._v
+        a = max(a, self._p)
+        if a >= b1:
+            return False
+        i = bisect_right(s, a) - 1
+        n = len(s) - 1  # the bottom tail holds no data
+        while i < n and s[i] < b1:
+            k = v[i].kind
+            if k is _KD or k is _KDSTAR:
+                return True
+            i += 1
+        return False
+
     def finals(self, lo: int, hi: int | None = None) -> TickSet:
         """The F ticks of ``[lo, hi]`` as a tick set (``hi`` None: no bound) [GD §2.1]."""
         a, b1 = self._window("KnowledgeStream.finals", lo, hi)
-        return self._where(a, b1, _is_f)
+        p = self._p
+        if a < p:
+            return self._where(a, b1, _is_f)
+        # The common case (a window above the prefix, on every first-time message), inlined.
+        s, v = self._s, self._v
+        n = len(s) - 1  # the bottom tail holds no F
+        i = bisect_right(s, a) - 1
+        out: list[tuple[int, int]] = []
+        while i < n and s[i] < b1:
+            if v[i].kind is _KF:
+                e = s[i + 1]
+                out.append((max(s[i], a), (e if e < b1 else int(b1)) - 1))
+            i += 1
+        return tuple(out)
 
     def known(self, lo: int, hi: int | None = None) -> TickSet:
         """The ticks of ``[lo, hi]`` that are not Q, as a tick set (``hi`` None: no bound):
@@ -207,7 +244,7 @@ class KnowledgeStream(_RunStream[Knowledge]):
             return self._p - 1
         s = self._s
         i = bisect_right(s, t) - 1
-        if self._v[i].kind is Kind.F:
+        if self._v[i].kind is _KF:
             return s[i + 1] - 1
         return None
 
@@ -235,17 +272,17 @@ class KnowledgeStream(_RunStream[Knowledge]):
         s, v = self._s, self._v
         j = bisect_right(s, t) - 1  # the run holding upto
         for k in range(j + 1):
-            if v[k].kind is Kind.E:
+            if v[k].kind is _KE:
                 r = _edit(p, s, v, F, p, b1, _acknowledged)
                 return self if r is None else self._make(*r)
         n = len(s)
         if j == n - 1:  # upto lies in the bottom tail
             return self._make(b1, (b1,), v[j:])
         if b1 < s[j + 1]:  # run j continues past upto
-            if v[j].kind is Kind.F:
+            if v[j].kind is _KF:
                 return self._make(s[j + 1], s[j + 1 :], v[j + 1 :])
             return self._make(b1, (b1, *s[j + 1 :]), v[j:])
-        if v[j + 1].kind is Kind.F:  # the next run joins the prefix
+        if v[j + 1].kind is _KF:  # the next run joins the prefix
             return self._make(s[j + 2], s[j + 2 :], v[j + 2 :])
         return self._make(b1, s[j + 1 :], v[j + 1 :])
 

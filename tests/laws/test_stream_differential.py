@@ -174,6 +174,7 @@ k_ops = st.one_of(
     st.tuples(st.just("release"), ranges()),
     st.tuples(st.just("message"), st.integers(1, COARSE - 1), st.sampled_from(["a", "b"])),
     st.tuples(st.just("acknowledge"), st.integers(0, COARSE - 1)),
+    st.tuples(st.just("fill_gap"), st.integers(0, 3), knowledge_values),
     st.tuples(st.just("append"), st.integers(0, 3), st.integers(0, 3), knowledge_values),
     st.tuples(
         st.just("in_order"), st.integers(0, 2), st.sampled_from(["a", "b"]), st.integers(0, 1)
@@ -185,7 +186,7 @@ def apply_k(
     impl: KnowledgeStream, ref: ReferenceStream[Knowledge], op: tuple[Any, ...], blk: Blocks
 ) -> tuple[KnowledgeStream, ReferenceStream[Knowledge]]:
     name = op[0]
-    if name in ("acknowledge", "append", "in_order"):
+    if name in ("acknowledge", "append", "in_order", "fill_gap"):
         return apply_role_op(impl, ref, op, blk)
     if name == "message":
         # A GD §3.1 data message: F over [0, t-1], D(a) at t; then the automatic lowering.
@@ -215,6 +216,14 @@ def apply_role_op(
         t = op[1]
         return impl.acknowledge(blk.last(t)), ref.acknowledge(t, _join, finalize)
     ext = ref.extent()
+    if name == "fill_gap":
+        # join a value into exactly one run of Q ticks below the extent (a pubend's pending
+        # tick between silences [GD §2.2]: the one-run shortcut)
+        gaps = [(a, b) for a, b, x in ref.runs() if x == Q]
+        if not gaps:
+            return impl, ref
+        a, b = gaps[op[1] % len(gaps)]
+        return impl.accumulate(blk.first(a), blk.last(b), op[2]), ref.accumulate(a, b, op[2], _join)
     if name == "append":
         # accumulate in the bottom tail (the tail-append shortcut), right at the extent or
         # past it; ranges beyond the reference ticks are not drawn
@@ -267,6 +276,8 @@ def check_role_queries(impl: KnowledgeStream, ref: ReferenceStream[Knowledge], b
             for first, last, x in impl.data(a, b):
                 got += [(c, x) for c in range(blk.index[first], blk.index[last + 1])]
             assert got == ref.data(lo, hi, _payload)
+            assert impl.has_data(a, b) == bool(got)
+        assert impl.has_data(blk.first(lo)) == bool(impl.data(blk.first(lo)))
         assert impl.finals(blk.first(lo)) == impl.finals(blk.first(lo), blk.last(top))
         assert impl.known(blk.first(lo)) == impl.known(blk.first(lo), blk.last(top))
     assert impl.data() == impl.data(0, blk.last(top))
