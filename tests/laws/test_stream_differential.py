@@ -460,3 +460,23 @@ def test_paired_constructor_is_the_closure(
     for (a, b), y in c_runs:
         c, rc = c.accumulate(blk.first(a), blk.last(b), y), rc.accumulate(a, b, y, _join)
     check_pair(PairedStream(k, c), ReferencePair(rk, rc, link), blk)
+
+
+build_ops = st.lists(st.tuples(st.just("accumulate"), ranges(), knowledge_values), max_size=8)
+
+
+@given(sizes=block_sizes, ops=build_ops)
+def test_acknowledge_everywhere_matches_reference(sizes: list[int], ops: list[Any]) -> None:
+    """The acknowledged prefix [GD §2.1.1] grown to every block end of a random stream: each
+    shortcut of :meth:`KnowledgeStream.acknowledge` (in the tail, inside a run, where the next
+    run is F, past an E) against ``finalize(F ⊔ x)`` per tick."""
+    blk = Blocks(sizes)
+    impl, ref = KnowledgeStream(), _ref_k()
+    for op in ops:
+        impl, ref = apply_k(impl, ref, op, blk)
+    for t in range(QUERY):
+        got = impl.acknowledge(blk.last(t))
+        want = ref.acknowledge(t, _join, finalize)
+        check_stream(got, want, blk, knowledge=True)
+        if want == ref:
+            assert got is impl, "an acknowledgement that changes nothing returns the stream"
