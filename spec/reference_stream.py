@@ -131,6 +131,43 @@ class ReferenceStream(Generic[V]):
             h += 1
         return h
 
+    # -- what the GD roles read and do (added with the roles' move onto the streams) --------
+
+    def acknowledge(
+        self, upto: int, join: Callable[[V, V], V], finalize: Callable[[V], V]
+    ) -> ReferenceStream[V]:
+        """Ticks ``0..upto`` acknowledged [GD §2.1.1]: the final value joined into each, then
+        the automatic lowering ``finalize`` [GD §2.1]."""
+        return self.accumulate(0, upto, self._final, join).lower(0, upto, finalize)
+
+    def payload_at(self, tick: int, payload: Callable[[V], object | None]) -> object | None:
+        """``payload(value(tick))``: the message a data tick holds, else None."""
+        return payload(self.value(tick))
+
+    def data(
+        self, lo: int, hi: int, payload: Callable[[V], object | None]
+    ) -> list[tuple[int, object]]:
+        """``(tick, payload)`` for every tick of ``[lo, hi]`` whose payload is not None."""
+        out: list[tuple[int, object]] = []
+        for t in range(lo, hi + 1):
+            x = payload(self.value(t))
+            if x is not None:
+                out.append((t, x))
+        return out
+
+    def where(self, lo: int, hi: int, pred: Callable[[V], bool]) -> set[int]:
+        """The ticks of ``[lo, hi]`` whose value satisfies ``pred``."""
+        return {t for t in range(lo, hi + 1) if pred(self.value(t))}
+
+    def final_run_end(self, tick: int) -> int | None:
+        """The last tick of the run of final ticks holding ``tick`` (None: it is not final)."""
+        if self.value(tick) != self._final:
+            return None
+        t = tick
+        while self.value(t + 1) == self._final:
+            t += 1
+        return t
+
     def mapped(self, fn: Callable[[V], V]) -> ReferenceStream[V]:
         """``fn`` applied to every tick (the filter edge, [GD §2.4], when ``fn`` is one)."""
         return self._new({t: fn(self.value(t)) for t in range(self.extent())})

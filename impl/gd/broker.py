@@ -112,8 +112,9 @@ def _cell_finals(ctx: NodeCtx, s: Stream, p: str, cell: str, finals: R.TickSet) 
     """Record ticks known F for one downstream cell only (A there, [GD §2.1.1])."""
     o = ostream(ctx, s, p, cell)
     add = R.clip(R.normalize(finals), max(s.fin, o.acked) + 1, NO_END)
-    if s.data:
-        add = R.subtract(add, tuple((t, t) for t, _ in s.data))
+    data = s.knowledge.data(s.fin + 1)
+    if data:
+        add = R.subtract(add, tuple((t, e) for t, e, _ in data))
     if not add:
         return s
     return with_ostream(ctx, s, p, cell, o.filter(add))

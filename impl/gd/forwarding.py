@@ -226,7 +226,7 @@ def _first_time(
         lo = max(o.sent_upto, s.fin) + 1
         # the F ticks known here between the last sent and this D: clipping each set
         # first (bisection) equals clipping their union, without merging whole sets
-        bracket = R.clip(s.silent, lo, d.tick - 1)
+        bracket = s.knowledge.finals(lo, d.tick - 1) if lo < d.tick else ()
         if o.filtered:
             bracket = R.union(bracket, R.clip(o.filtered, lo, d.tick - 1))
         # "D F*": the F after the D (pre-assigned by the pubend [GD §2.2]) goes along
@@ -274,7 +274,7 @@ def _serve_curious(
 def _a_end(ctx: NodeCtx, s: Stream, t: int) -> int | None:
     """Last tick of the run of istream-A ticks starting at ``t`` (None if ``t`` is not A)
     [GD §2.4, §3.1]."""
-    e = R.run_end(s.silent, t)
+    e = s.knowledge.final_run_end(t)
     if e is not None:
         return e
     cells = s.ledger.cells
@@ -292,13 +292,14 @@ def _a_end(ctx: NodeCtx, s: Stream, t: int) -> int | None:
 def grow_a_prefix(ctx: NodeCtx, s: Stream, step: Step) -> Stream:
     """Grow the istream's A prefix [GD §3.1]: it is A where every ostream is A or the
     istream is F; ticks of the prefix become F (D* -> F)."""
-    cur = s.fin + 1
+    fin = s.knowledge.fin
+    cur = fin + 1
     end = _a_end(ctx, s, cur)
     while end is not None:
         cur = end + 1
         end = _a_end(ctx, s, cur)
     prefix = cur - 1
-    if prefix > s.fin:
+    if prefix > fin:
         s = raise_fin(s, prefix, step)
     return s
 
@@ -362,19 +363,19 @@ def answer_nack(
     p = msg.pubend
     o = ostream(ctx, s, p, c)
     want: R.TickSet = ((msg.start, msg.end),)
-    finals = R.clip(R.union(s.silent, o.filtered), msg.start, msg.end)
+    finals = R.union(s.knowledge.finals(msg.start, msg.end), R.clip(o.filtered, msg.start, msg.end))
     top = max(s.fin, o.acked)
     if top >= msg.start:
         finals = R.add(finals, msg.start, min(top, msg.end))
     filt = ctx.filters[(p, c)]
     datas: list[Data] = []
-    for t, d in s.data:
-        if msg.start <= t <= msg.end and t > top:
-            v = ctx.policy.filter_transfer(DATA, filt.matches(d.attributes))
-            if v.kind is Kind.D:
-                datas.append(d)
-            elif v.kind is Kind.F:
-                finals = R.add(finals, t, t)
+    lo = max(msg.start, top + 1)
+    for t, _last, d in s.knowledge.data(lo, msg.end) if lo <= msg.end else ():
+        v = ctx.policy.filter_transfer(DATA, filt.matches(d.attributes))
+        if v.kind is Kind.D:
+            datas.append(d)
+        elif v.kind is Kind.F:
+            finals = R.add(finals, t, t)
     satisfied = finals
     if finals or datas:
         satisfied = emit(step, sender, p, s.fin, finals, datas, True)

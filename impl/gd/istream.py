@@ -7,15 +7,17 @@ A guaranteed-delivery broker keeps, per pubend ``P`` whose knowledge tree passes
 cell, one stream — ``istream[P]`` at a PHB or IB, the consolidated subend stream at an SHB
 [GD §3.1, §4.1] — and per downstream cell ``c`` one ``ostream[P, c]``
 (:class:`~gapless.impl.gd.state.Stream`; the curiosity of the istream and its ostreams is the
-stream's :class:`~gapless.impl.ledger.CuriosityLedger`). Ticks
-``0..fin`` are F (and, by the linkage F ⇔ A, acknowledged [GD §2.1.1]); above ``fin`` the
-F ticks are ``silent``, the D ticks ``data``, every other tick Q.
+stream's verified :class:`~gapless.impl.ledger.CuriosityLedger`). Its knowledge is a verified
+:class:`~gapless.impl.streams.KnowledgeStream`: ticks ``0..fin`` are F (and, by the linkage
+F ⇔ A, acknowledged [GD §2.1.1]); above ``fin`` it holds F (silence), D(a) or D*(a) (a
+message, its payload the :class:`Data`; D* when silence was joined into a D [GD §2.1]) and Q.
 
-:func:`accumulate` joins a knowledge message into a stream [GD §2.1]: its final prefix and
-silence become F (except where a D is known), its D becomes D unless the tick is already F;
-a different D at a known tick is E and is rejected. F ranges that now touch ``fin`` are
-absorbed into it (:func:`absorb`), and curiosity for ticks that became known is dropped.
-:func:`raise_fin` makes a prefix A, hence F (D* -> F) in the istream and every ostream.
+:func:`accumulate` joins a knowledge message into a stream [GD §2.1]: its final prefix is
+acknowledged (F joined, D* lowered to F), its silence joined as F, its D joined unless the
+tick is already F; a different D at a known tick is E and is rejected. F that now touches
+the prefix joins it (the stream's canonical form), and curiosity for ticks that became known
+is dropped. :func:`raise_fin` makes a prefix A, hence F (D* -> F) in the istream and every
+ostream.
 
 This module assumes nothing about the role: the pubend, the intermediate broker and the
 subscriber end all keep their knowledge this way.
@@ -34,17 +36,15 @@ from gapless.impl.gd.state import (
     PHBState,
     SHBState,
     Stream,
-    data_above,
-    data_get,
-    data_put,
     evolve,
 )
-from gapless.impl.gd.step import NO_END, Step
+from gapless.impl.gd.step import Step
 from gapless.impl.inputs import LinkChanged
+from gapless.impl.knowledge import D, F
 from gapless.impl.ledger import CellLedger, CuriosityLedger
+from gapless.impl.streams import KnowledgeStream
 
 __all__ = [
-    "absorb",
     "accumulate",
     "fresh",
     "highest",
@@ -93,110 +93,76 @@ def fresh(ctx: NodeCtx, p: str, **fields: Any) -> Stream:
     return Stream(ledger=CuriosityLedger.fresh(len(ctx.children.get(p, ()))), **fields)
 
 
-def data_ranges(s: Stream) -> R.TickSet:
-    """The stream's D ticks as ranges."""
-    return tuple((t, t) for t, _ in s.data)
-
-
 def known(s: Stream) -> R.TickSet:
     """D-or-F ticks above ``fin``."""
-    if not s.data:
-        return s.silent
-    return R.union(s.silent, data_ranges(s))
+    k = s.knowledge
+    return k.known(k.final_prefix)
 
 
 def highest(s: Stream) -> int:
     """The highest tick the stream knows (D or F)."""
-    hi = s.fin
-    if s.silent:
-        hi = max(hi, s.silent[-1][1])
-    if s.data:
-        hi = max(hi, s.data[-1][0])
-    return hi
-
-
-def absorb(fin: int, silent: R.TickSet) -> tuple[int, R.TickSet]:
-    """Move the F ranges that start at or below ``fin + 1`` into the final prefix [GD §2.1]:
-    ``(fin, silent)`` with no silent range touching ``fin`` (``silent`` itself if none did)."""
-    while silent and silent[0][0] <= fin + 1:
-        fin = max(fin, silent[0][1])
-        silent = silent[1:]
-    return fin, silent
+    return s.knowledge.highest
 
 
 def accumulate(s: Stream, msg: Knowledge, step: Step) -> tuple[Stream, list[Data], bool]:
     """Join ``msg`` into ``s`` [GD §2.1]. Returns the new stream, the D ticks new to it, and
     whether any knowledge changed. A conflicting D (E) is rejected."""
     labels = step.labels
-    fin, silent, data = s.fin, s.silent, s.data
+    k = s.knowledge
+    fin = k.fin
     changed = False
     new_data: list[Data] = []
     if msg.prefix > fin:
-        add = ((fin + 1, msg.prefix),)
-        if R.subtract(add, R.union(silent, data_ranges(s))):
+        if k.gaps(fin + 1, msg.prefix):
             labels.append("K:Q->F")
-        keep = data_above(data, msg.prefix)
-        if keep is not data:
+        if k.has_data(fin + 1, msg.prefix):
             labels.append("K:D->F")
-        data = keep
+        k = k.acknowledge(msg.prefix)
         fin = msg.prefix
-        silent = R.clip(silent, fin + 1, NO_END)
         changed = True
     for lo, hi in msg.silence:
         lo = max(lo, fin + 1)
-        if lo > hi or R.contains_range(silent, lo, hi):
+        if lo > hi:
             continue
-        piece: R.TickSet = ((lo, hi),)
-        if data:
-            piece = R.subtract(piece, tuple((t, t) for t, _ in data if lo <= t <= hi))
-        if piece:
-            silent = R.union(silent, piece)
+        finals = k.finals(lo, hi)
+        if finals == ((lo, hi),):
+            continue
+        if finals or k.gaps(lo, hi):  # a tick that is not D: the join adds F there
+            k = k.accumulate(lo, hi, F)
             labels.append("K:Q->F")
             changed = True
     d = msg.data
-    if d is not None and d.tick > fin and not R.contains(silent, d.tick):
-        old = data_get(data, d.tick)
+    if d is not None and d.tick > fin and k.final_run_end(d.tick) is None:
+        old = k.payload_at(d.tick)
         if old is None:
-            data = data_put(data, d)
+            k = k.accumulate(d.tick, d.tick, D(d))
             new_data.append(d)
             labels.append("K:Q->D")
             changed = True
         elif old != d:
             labels.append("K:D->E")
             step.reject(f"conflicting data at tick {d.tick} [GD §2.2]")
-    fin, absorbed = absorb(fin, silent)
-    if absorbed is not silent:
-        silent = absorbed
-        changed = True
     if not changed:
         return s, new_data, False
-    data = data_above(data, fin)
-    return (
-        evolve(s, fin=fin, silent=silent, data=data, ledger=_settled(s, fin, silent, data)),
-        new_data,
-        True,
-    )
+    return evolve(s, knowledge=k, ledger=_settled(s, k)), new_data, True
 
 
-def _settled(
-    s: Stream, fin: int, silent: R.TickSet, data: tuple[tuple[int, Data], ...]
-) -> CuriosityLedger:
+def _settled(s: Stream, k: KnowledgeStream) -> CuriosityLedger:
     """The stream's ledger without istream C for the ticks now known [GD §3.1]."""
     led = s.ledger
     if not led.upstream:
         return led
-    return led.settle(fin, R.union(silent, tuple((t, t) for t, _ in data)))
+    return led.settle(k.fin, k.known(k.final_prefix))
 
 
 def raise_fin(s: Stream, prefix: int, step: Step) -> Stream:
     """Ticks ``0..prefix`` become A, hence F (D* -> F) [GD §2.1.1, §3.1]."""
     labels = step.labels
     labels.append("C:N->A")
-    data = data_above(s.data, prefix)
-    if data is not s.data:
+    k = s.knowledge
+    if k.has_data(k.final_prefix, prefix):
         labels.append("K:D->F")
-    silent = R.clip(s.silent, prefix + 1, NO_END)
-    return evolve(s, fin=prefix, data=data, silent=silent, ledger=s.ledger.release(prefix))
+    return evolve(s, knowledge=k.acknowledge(prefix), ledger=s.ledger.release(prefix))
 
 
 def on_link_changed(state: G, inp: LinkChanged, step: Step) -> G:

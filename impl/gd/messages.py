@@ -63,7 +63,7 @@ def _ranges(value: Any) -> tuple[tuple[int, int], ...]:
 
 
 @final
-@attrs.frozen(kw_only=True)
+@attrs.frozen(kw_only=True, unsafe_hash=False)
 class Data:
     """The payload of a D tick [GD §2.1]: the message ``pubend`` published at ``tick`` with
     ``attributes`` (what content filters judge) and ``size`` bytes; ``published_at`` is the
@@ -74,6 +74,12 @@ class Data:
     attributes: PMap[str, Any] = attrs.field(factory=pmap, converter=_attrs)
     size: int = 100
     published_at: int = 0
+
+    def __hash__(self) -> int:
+        # A message is identified by its pubend and tick (no two messages share one
+        # [GD §2.2]); equal values have equal hashes, and hashing skips the attributes. The
+        # knowledge value D(a) hashes its payload once per message at every broker.
+        return hash((self.pubend, self.tick))
 
 
 @final

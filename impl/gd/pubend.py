@@ -40,7 +40,7 @@ from gapless.impl.gd.forwarding import (
     nack_cell,
     take_ack,
 )
-from gapless.impl.gd.istream import absorb, fresh, put, stream
+from gapless.impl.gd.istream import fresh, put, stream
 from gapless.impl.gd.messages import Ack, AckExpected, Data, Knowledge, Nack
 from gapless.impl.gd.policy import GDPolicy, paper_filter_transfer, paper_first_time_silence
 from gapless.impl.gd.routing import rearm_status, route
@@ -59,6 +59,9 @@ from gapless.impl.gd.state import (
 )
 from gapless.impl.gd.step import FILTERED, LOG_KEY, Step, timer_key
 from gapless.impl.inputs import Persisted, Publish, Restart
+from gapless.impl.knowledge import D as KD
+from gapless.impl.knowledge import F
+from gapless.impl.streams import KnowledgeStream
 
 __all__ = [
     "advance_silence",
@@ -99,8 +102,7 @@ def advance_silence(st: PHBState, p: str, s: Stream, now: int) -> tuple[Stream, 
     last = st.assigned.get(p, -1)
     if now - 1 <= last:
         return s, st
-    fin, silent = absorb(s.fin, R.add(s.silent, last + 1, now - 1))
-    s = evolve(s, silent=silent, fin=fin)
+    s = evolve(s, knowledge=s.knowledge.accumulate(last + 1, now - 1, F))
     st = put(st, p, s, assigned=st.assigned.set(p, now - 1))
     return s, st
 
@@ -118,8 +120,7 @@ def on_publish(state: PHBState, inp: Publish, step: Step) -> PHBState:
     d = Data(pubend=p, tick=t, attributes=inp.attributes, size=inp.size, published_at=now)
     s = stream(state, p)
     if last + 1 <= t - 1:
-        fin, silent = absorb(s.fin, R.add(s.silent, last + 1, t - 1))
-        s = evolve(s, silent=silent, fin=fin)
+        s = evolve(s, knowledge=s.knowledge.accumulate(last + 1, t - 1, F))
         step.labels.append("K:Q->F")
     reserved = t + cfg.preassign_us
     pending = data_put(state.pending.get(p, ()), d)
@@ -148,8 +149,9 @@ def _release(st: PHBState, p: str, s: Stream, log: PubendLog | None = None) -> P
         if p not in st.log:
             return None
         log = st.log[p]
-    if s.fin > log.floor:
-        return evolve(log, floor=s.fin, entries=data_above(log.entries, s.fin))
+    fin = s.knowledge.fin
+    if fin > log.floor:
+        return evolve(log, floor=fin, entries=data_above(log.entries, fin))
     return None
 
 
@@ -165,13 +167,14 @@ def _publish_logged(st: PHBState, p: str, d: Data, reserved: int, step: Step) ->
     """The tick is D from now on: forward the message first-time [GD §2.2, §3.1]."""
     ctx = st.ctx
     s = stream(st, p)
-    if d.tick <= s.fin or data_get(s.data, d.tick) is not None:
+    k = s.knowledge
+    if d.tick <= k.fin or k.payload_at(d.tick) is not None:
         return st
     step.labels.append("K:Q->D")
-    silent = s.silent
+    k = k.accumulate(d.tick, d.tick, KD(d))
     if reserved > d.tick:
-        silent = R.add(silent, d.tick + 1, reserved)
-    s = evolve(s, data=data_put(s.data, d), silent=silent)
+        k = k.accumulate(d.tick + 1, reserved, F)
+    s = evolve(s, knowledge=k)
     finals: R.TickSet = ((d.tick + 1, reserved),) if reserved > d.tick else ()
     s = forward(st, s, Outgoing(pubend=p, finals=finals, data=(d,), new_data=(d,)), step)
     s = grow_a_prefix(ctx, s, step)
@@ -218,15 +221,18 @@ def fast_policy(config: GDConfig, pol: GDPolicy) -> bool:
 def publish_in_order(
     state: PHBState, p: str, t: int, d: Data, pend: Rows, step: Step
 ) -> PHBState | None:
-    """:func:`on_persisted` in the common case — the logged tick is above every tick the
-    stream knows and no downstream broker is curious — with the same effects, state and
+    """:func:`on_persisted` in the common case — the logged tick is above the acknowledged
+    prefix and not D yet (what :func:`_publish_logged` requires too; F pre-assigned by later
+    publications may lie above it) and no downstream broker is curious — with the same
+    effects, state and
     coverage labels as the general rules (:func:`_publish_logged`,
     :func:`gapless.impl.gd.forwarding.forward`), in one pass over the downstream cells and one
     copy of the stream [GD §2.2, §3.1]. ``None``: not this case (the caller applies the
     general rules); then nothing was emitted."""
     ctx = state.ctx
     s = stream(state, p)
-    if t <= s.fin or (s.data and s.data[-1][0] >= t):
+    k = s.knowledge
+    if t <= k.fin or k.payload_at(t) is not None:
         return None
     ledger = s.ledger
     if ledger.any_broker_curious():
@@ -234,7 +240,7 @@ def publish_in_order(
     cells = ledger.cells
     labels = step.labels
     labels.append("K:Q->D")
-    fin = s.fin
+    fin = k.fin
     attributes = d.attributes
     sent: dict[tuple[int, R.TickSet], Knowledge] = {}
     for ci, c in enumerate(ctx.children.get(p, ())):
@@ -244,7 +250,7 @@ def publish_in_order(
         if ctx.filters[(p, c)].matches(attributes):
             # first-time D with the F ticks known here since the last one sent [GD §3.1]
             lo = max(o.sent_upto, fin) + 1
-            bracket = R.clip(s.silent, lo, t - 1)
+            bracket = k.finals(lo, t - 1) if lo < t else ()
             if o.filtered:
                 bracket = R.union(bracket, R.clip(o.filtered, lo, t - 1))
             got = route(state, p, c)
@@ -268,7 +274,7 @@ def publish_in_order(
             labels.append(FILTERED)
             labels.append("C:N->A")
         cells = (*cells[:ci], o, *cells[ci + 1 :])
-    s = evolve(s, data=data_put(s.data, d), ledger=ledger.with_cells(cells))
+    s = evolve(s, knowledge=k.accumulate(t, t, KD(d)), ledger=ledger.with_cells(cells))
     log = state.log.get(p) or PubendLog()
     log = evolve(log, entries=data_put(log.entries, d), reserved=max(log.reserved, t))
     s = grow_a_prefix(ctx, s, step)
@@ -316,12 +322,29 @@ def on_aet_timer(state: PHBState, args: tuple[Any, ...], step: Step) -> PHBState
     if upto >= 0:
         for p in state.ctx.hosted:
             s = stream(state, p)
-            if s.fin < upto and (s.data or p in state.pending):
+            if s.fin < upto and (s.knowledge.has_data(s.fin + 1) or p in state.pending):
                 send_ack_expected(state, p, upto, step)
     step.out.append(
         SetTimer(key=timer_key(state.epoch, "aet"), at=step.now + cfg.ack_expected_period_us)
     )
     return state
+
+
+def _from_log(log: PubendLog, top: int) -> KnowledgeStream:
+    """The pubend's knowledge rebuilt from its log [GD §3.2]: ticks ``0..floor`` acknowledged,
+    each logged message D, every other tick up to ``top`` F."""
+    k = KnowledgeStream()
+    if log.floor >= 0:
+        k = k.acknowledge(log.floor)
+    nxt = log.floor + 1
+    for t, d in log.entries:
+        if nxt <= t - 1:
+            k = k.accumulate(nxt, t - 1, F)
+        k = k.accumulate(t, t, KD(d))
+        nxt = t + 1
+    if nxt <= top:
+        k = k.accumulate(nxt, top, F)
+    return k
 
 
 def send_ack_expected(st: PHBState, p: str, upto: int, step: Step) -> None:
@@ -373,9 +396,7 @@ def on_restart(state: PHBState, inp: Restart, step: Step) -> PHBState:
     for p in ctx.hosted:
         log = state.log.get(p) or PubendLog()
         top = max(now - 1, log.reserved, log.entries[-1][0] if log.entries else -1)
-        silent = R.subtract(((log.floor + 1, top),), tuple((t, t) for t, _ in log.entries))
-        fin, silent = absorb(log.floor, silent)
-        streams[p] = fresh(ctx, p, fin=fin, silent=silent, data=log.entries)
+        streams[p] = fresh(ctx, p, knowledge=_from_log(log, top))
         assigned[p] = top
     st = PHBState(
         ctx=ctx,

@@ -11,18 +11,20 @@ uses. The static part every handler needs (topology-derived routing tables,
 compiled edge filters, the configuration and the policy) is :class:`NodeCtx`, shared by
 reference and excluded from equality.
 
-Stream representation (private to the GD roles; ``impl/streams/`` is the general RLE stream;
-curiosity — per-broker C, per-cell F, the cells' A prefixes — is the verified
-:class:`~gapless.impl.ledger.CuriosityLedger`): ticks ``0..fin`` are F (and, by the linkage,
-A [GD §2.1.1]); above ``fin`` the F ticks are the ranges ``silent``, the D ticks the map
-``data``, every other tick Q.
+A stream's knowledge is one verified :class:`~gapless.impl.streams.KnowledgeStream`
+(``Stream.knowledge``): ticks ``0..fin`` are F (and, by the linkage, A [GD §2.1.1]); above
+``fin`` its runs hold F (silence), D(a) / D*(a) with the :class:`Data` message ``a`` as
+payload, and Q. Its curiosity — istream C with the time it became C, per-broker C, per-cell
+F, the cells' A prefixes — is one verified :class:`~gapless.impl.ledger.CuriosityLedger`
+(``Stream.ledger``). The roles read and change both only through their methods, which are
+differentially tested against ``gapless.spec.reference_stream`` and ``gapless.spec.ledger``.
 """
 
 from __future__ import annotations
 
 from bisect import bisect_left
 from collections.abc import Mapping
-from typing import Any, ClassVar, TypeVar, final
+from typing import Any, ClassVar, Final, TypeVar, final
 
 import attrs
 from pyrsistent import PMap, PSet, pmap, pset
@@ -35,6 +37,7 @@ from gapless.impl.gd.messages import Data
 from gapless.impl.gd.policy import GDPolicy
 from gapless.impl.gd.topology import GDTopology
 from gapless.impl.ledger import CuriosityLedger
+from gapless.impl.streams import KnowledgeStream
 from gapless.impl.ticksets import TickSet
 
 __all__ = [
@@ -80,6 +83,9 @@ class PubendLog:
     reserved: int = -1
 
 
+_NO_KNOWLEDGE: Final = KnowledgeStream()
+
+
 @final
 @attrs.frozen(kw_only=True, slots=False)
 class Stream:
@@ -87,10 +93,8 @@ class Stream:
     subend stream at an SHB [GD §2.3, §4.1]. Fields past ``ledger`` are the SHB's liveness
     state [GD §3.2]."""
 
-    fin: int = -1
-    silent: TickSet = ()
-    #: D ticks above ``fin``: ``(tick, Data)`` pairs, ascending (see :func:`data_put`)
-    data: tuple[tuple[int, Data], ...] = ()
+    #: the pubend's knowledge here [GD §2.1]: D ticks carry their :class:`Data` as payload
+    knowledge: KnowledgeStream = _NO_KNOWLEDGE
     #: the stream's curiosity [GD §3.1]: istream C with the time it became C, and one cell
     #: ledger (``ostream[P, c]``) per downstream cell, in the order of
     #: ``NodeCtx.children[pubend]``
@@ -109,6 +113,12 @@ class Stream:
     nrt_armed: bool = False
     gct_mark: int | None = None
     ack_armed: bool = False
+
+    @property
+    def fin(self) -> int:
+        """The last tick of the acknowledged prefix (-1: none): ticks ``0..fin`` are F and A
+        [GD §2.1.1] (``knowledge.fin``)."""
+        return self.knowledge.fin
 
 
 @final
@@ -343,6 +353,7 @@ def evolve(inst: _T, **changes: Any) -> _T:
     return new
 
 
+#: The pubend's log and pending messages [GD §2.2]: ``(tick, Data)`` pairs, ascending.
 Rows = tuple[tuple[int, Data], ...]
 
 

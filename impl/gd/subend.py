@@ -45,11 +45,11 @@ from gapless.impl.gd.state import (
     NodeCtx,
     SHBState,
     Stream,
-    data_above,
     evolve,
 )
 from gapless.impl.gd.step import NO_END, Step, timer_key
 from gapless.impl.inputs import Connect, Disconnect, Restart
+from gapless.impl.streams import KnowledgeStream
 
 __all__ = [
     "deliver",
@@ -142,26 +142,24 @@ def _advance(st: SHBState, p: str, s: Stream, step: Step) -> tuple[SHBState, Str
     it)."""
     ctx = st.ctx
     in_groups = ctx.groups_of.get(p, ())
-    h = ctx.policy.doubt_horizon(s.fin, known(s))
-    if h > s.fin + 1:
-        data = data_above(s.data, h - 1)
-        ready = s.data[: len(s.data) - len(data)]
+    k = s.knowledge
+    h = ctx.policy.doubt_horizon(k.fin, known(s))
+    if h > k.fin + 1:
+        ready = k.data(k.final_prefix, h - 1)
         if ready:
             step.labels.append("K:D->F")
-            for _t, d in ready:
+            for _t, _last, d in ready:
                 deliver(st, st.index, p, d, step)
             if in_groups:
                 groups = st.groups
-                rows = tuple((t, p, d) for t, d in ready)
+                rows = tuple((t, p, d) for t, _last, d in ready)
                 for g in in_groups:
                     gs = groups[g]
                     groups = groups.set(g, evolve(gs, buffer=(*gs.buffer, *rows)))
                 st = evolve(st, groups=groups)
         s = evolve(
             s,
-            fin=h - 1,
-            data=data,
-            silent=R.clip(s.silent, h, NO_END) if s.silent and s.silent[0][0] < h else s.silent,
+            knowledge=k.acknowledge(h - 1),
             nacked=R.clip(s.nacked, h, NO_END) if s.nacked else s.nacked,
         )
     if in_groups:
@@ -297,19 +295,21 @@ def in_order_fin(ctx: NodeCtx, s: Stream, msg: Knowledge) -> int | None:
     case). Then accumulating ``msg`` and advancing the doubt horizon amount to: deliver the D,
     everything up to it is F (see :func:`shb_in_order`)."""
     d = msg.data
-    if d is None or s.data or s.silent or s.nacked or s.ledger.upstream:
+    k = s.knowledge
+    if d is None or k.run_count or s.nacked or s.ledger.upstream:
         return None
     t = d.tick
-    if t <= s.fin or msg.prefix >= t or ctx.groups_of.get(p := msg.pubend):
+    fin = k.fin
+    if t <= fin or msg.prefix >= t or ctx.groups_of.get(p := msg.pubend):
         return None
     if ctx.policy.doubt_horizon is not paper_doubt_horizon or p not in ctx.index:
         return None
-    lo = max(s.fin, msg.prefix) + 1  # first tick neither final here nor in msg's prefix
+    lo = max(fin, msg.prefix) + 1  # first tick neither final here nor in msg's prefix
     sil = msg.silence
     if not sil:
-        return s.fin if lo == t else None
+        return fin if lo == t else None
     if len(sil) == 1 and sil[0][0] <= lo <= sil[0][1] == t - 1:
-        return s.fin
+        return fin
     return None
 
 
@@ -329,7 +329,7 @@ def shb_in_order(
     labels.append("K:Q->D")
     labels.append("K:D->F")  # the D is delivered and becomes F at once
     deliver(st, st.index, p, d, step)
-    s = evolve(s, fin=d.tick, last_sender=sender)
+    s = evolve(s, knowledge=s.knowledge.acknowledge(d.tick), last_sender=sender)
     if not (s.ack_armed and st.ctx.config.ack_delay_us):
         # (an armed ack timer makes _ack return the stream unchanged, effect-free)
         s = _ack(st, p, s, step, False)
@@ -467,12 +467,13 @@ def on_restart(state: SHBState, inp: Restart, step: Step) -> SHBState:
     ctx = state.ctx
     cfg = ctx.config
     start = step.now - 1
+    boot = KnowledgeStream().acknowledge(start) if start >= 0 else KnowledgeStream()
     st = SHBState(
         ctx=ctx,
         up=True,
         epoch=state.epoch + 1,
         streams=tuple(
-            fresh(ctx, p, fin=start, acked_sent=-1, rto_est=cfg.nrt_us, rto_cur=cfg.nrt_us)
+            fresh(ctx, p, knowledge=boot, acked_sent=-1, rto_est=cfg.nrt_us, rto_cur=cfg.nrt_us)
             for p in ctx.pubends
         ),
         groups=FMap({g: GroupState(merged=start + 1) for g in ctx.groups}),

@@ -49,6 +49,16 @@ settled. Under the linkage every tick at or above F is acked, so on a paired str
 unless some tick in ``(ld, doubt_horizon_dur(ld)]`` is an unacknowledged L (DUR's gap, which
 GD's horizon does not pass). The differential tests check this relation.
 
+The GD roles [GD §3.1] keep one :class:`KnowledgeStream` per pubend (``Stream.knowledge`` in
+``gapless.impl.gd.state``), D ticks carrying their message, and use only its methods:
+``fin`` / ``highest``, ``payload_at``, ``data`` (the data runs of a window, in order),
+``has_data``, ``finals`` / ``known`` / ``gaps`` (a window's F, non-Q and Q ticks as a
+``gapless.impl.ticksets`` tick set), ``final_run_end``, ``accumulate`` (with two shortcuts: an
+append in the bottom tail, also public as :meth:`KnowledgeStream.append`, and a join into
+exactly one bottom run, a pubend's pending tick between silences) and ``acknowledge`` (the
+acknowledged prefix grows: ``finalize(F ⊔ x)`` on every tick it covers, its runs dropped).
+Each is differentially tested against ``gapless.spec.reference_stream``.
+
 Transfer [GD §2.4]: :meth:`KnowledgeStream.filtered` and :func:`merge` apply
 :func:`~gapless.impl.transfer.filter_value` and :func:`~gapless.impl.transfer.merge_values`
 run by run; :func:`upstream_curiosity` combines downstream curiosity streams by

@@ -369,7 +369,27 @@ class _RunStream(Generic[V]):
             elif value is self._FINAL or value == self._FINAL:
                 return self._make(b1, (b1,), v)
             return self._make(self._p, s[:-1] + (a, b1), v[:-1] + (value, bottom))  # noqa: RUF005
-        r = _edit(self._p, s, self._v, self._FINAL, a, b1, _joiner(value, self._BOTTOM))
+        v = self._v
+        i = bisect_right(s, a) - 1
+        if s[i] == a and s[i + 1] == b1:
+            # Fast path: the range is exactly one bottom run between two others (a pubend's
+            # pending tick between silences): join(bottom, x) = x replaces that run's value,
+            # the run starts stay the same tuple.
+            x = v[i]
+            bottom = self._BOTTOM
+            if (x is bottom or x == bottom) and not (value is bottom or value == bottom):
+                before = v[i - 1] if i else self._FINAL
+                after = v[i + 1]
+                if not (
+                    before is value
+                    or after is value
+                    or (before.kind is value.kind and before == value)
+                    or (after.kind is value.kind and after == value)
+                ):
+                    vs = list(v)
+                    vs[i] = value
+                    return self._make(self._p, s, tuple(vs))
+        r = _edit(self._p, s, v, self._FINAL, a, b1, _joiner(value, self._BOTTOM))
         return self if r is None else self._make(*r)
 
     def _lower(self: S_, op: str, start: int, end: int, fn: Callable[[Any], Any]) -> S_:

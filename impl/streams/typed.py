@@ -14,20 +14,45 @@ streams run by run with one sweep over their run starts, and
 from __future__ import annotations
 
 from bisect import bisect_right
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Hashable, Iterable, Sequence
 from operator import is_
-from typing import Any, ClassVar, TypeVar, final
+from typing import Any, ClassVar, Final, TypeVar, final
 
 from gapless.impl.curiosity import A, Curiosity, N, upstream
 from gapless.impl.curiosity import forget_curiosity as _forget_c
-from gapless.impl.errors import InvalidTick, LatticeMismatch
+from gapless.impl.errors import InvalidRange, InvalidTick, LatticeMismatch
 from gapless.impl.knowledge import F, Kind, Knowledge, Q
 from gapless.impl.knowledge import finalize as _finalize_k
 from gapless.impl.knowledge import release as _release_k
-from gapless.impl.streams.runs import _canonical, _RunStream, _tick
+from gapless.impl.streams.runs import _NEVER, _canonical, _edit, _range, _RunStream, _tick
+from gapless.impl.ticksets import TickSet
 from gapless.impl.transfer import Predicate, filter_value, merge_values
 
 V = TypeVar("V")
+
+# The kinds as module constants: reading an enum member off its class costs a lookup per use.
+_KQ: Final = Kind.Q
+_KD: Final = Kind.D
+_KDSTAR: Final = Kind.DSTAR
+_KF: Final = Kind.F
+_KE: Final = Kind.E
+
+
+def _acknowledged(x: Knowledge) -> Knowledge:
+    """``finalize(F ⊔ x)``: a tick of the acknowledged prefix [GD §2.1, §2.1.1]."""
+    return _finalize_k(F.join(x))
+
+
+def _is_f(x: Knowledge) -> bool:
+    return x.kind is _KF
+
+
+def _is_q(x: Knowledge) -> bool:
+    return x.kind is _KQ
+
+
+def _not_q(x: Knowledge) -> bool:
+    return x.kind is not _KQ
 
 
 @final
@@ -81,7 +106,7 @@ class KnowledgeStream(_RunStream[Knowledge]):
         i = bisect_right(s, t) - 1
         n = len(s) - 1
         while i < n:
-            if v[i].kind is Kind.Q:
+            if v[i].kind is _KQ:
                 return max(t, s[i]), s[i + 1] - 1
             i += 1
         return max(t, s[n]), None
@@ -120,6 +145,180 @@ class KnowledgeStream(_RunStream[Knowledge]):
         starts = [0, *self._s] if self._p else list(self._s)
         values = [F, *out] if self._p else out
         return self._make(*_canonical(starts, values, F))
+
+    # -- what the GD roles read and do [GD §2.1, §2.3, §3.1] -------------------------------
+
+    @property
+    def fin(self) -> int:
+        """The last tick of the acknowledged prefix (``final_prefix - 1``; -1 when tick 0 is
+        not F): ticks ``0..fin`` are F and, by the linkage, A [GD §2.1.1]."""
+        return self._p - 1
+
+    @property
+    def highest(self) -> int:
+        """The highest tick that is not Q (``extent - 1``; -1 for the empty stream)."""
+        return self._s[-1] - 1
+
+    def payload_at(self, tick: int) -> Hashable | None:
+        """The message at ``tick`` when it holds D(a) or D*(a), else None [GD §2.1]."""
+        t = _tick("KnowledgeStream.payload_at", "tick", tick)
+        if t < self._p:
+            return None
+        x = self._v[bisect_right(self._s, t) - 1]
+        k = x.kind
+        if k is _KD or k is _KDSTAR:
+            return x.payload
+        return None
+
+    def data(self, lo: int = 0, hi: int | None = None) -> tuple[tuple[int, int, Any], ...]:
+        """The data of ``[lo, hi]`` (``hi`` None: no bound) in tick order: ``(first, last, a)``
+        for each run of ticks holding D(a) or D*(a), clipped to the window — the messages a
+        window holds [GD §2.3, §3.1] (a published message is one tick, so one run). Cost: the
+        runs of the window."""
+        a, b1 = self._window("KnowledgeStream.data", lo, hi)
+        s, v = self._s, self._v
+        a = max(a, self._p)
+        e1: int = s[-1] if b1 >= s[-1] else int(b1)
+        if a >= e1:
+            return ()
+        out: list[tuple[int, int, Any]] = []
+        i = bisect_right(s, a) - 1
+        while s[i] < e1:
+            x = v[i]
+            k = x.kind
+            if k is _KD or k is _KDSTAR:
+                out.append((max(s[i], a), min(s[i + 1], e1) - 1, x.payload))
+            i += 1
+        return tuple(out)
+
+    def has_data(self, lo: int, hi: int | None = None) -> bool:
+        """Whether some tick of ``[lo, hi]`` (``hi`` None: no bound) holds D(a) or D*(a):
+        ``bool(data(lo, hi))``, stopping at the first data run."""
+        a, b1 = self._window("KnowledgeStream.has_data", lo, hi)
+        s, v = self._s, self._v
+        a = max(a, self._p)
+        if a >= b1:
+            return False
+        i = bisect_right(s, a) - 1
+        n = len(s) - 1  # the bottom tail holds no data
+        while i < n and s[i] < b1:
+            k = v[i].kind
+            if k is _KD or k is _KDSTAR:
+                return True
+            i += 1
+        return False
+
+    def finals(self, lo: int, hi: int | None = None) -> TickSet:
+        """The F ticks of ``[lo, hi]`` as a tick set (``hi`` None: no bound) [GD §2.1]."""
+        a, b1 = self._window("KnowledgeStream.finals", lo, hi)
+        p = self._p
+        if a < p:
+            return self._where(a, b1, _is_f)
+        # The common case (a window above the prefix, on every first-time message), inlined.
+        s, v = self._s, self._v
+        n = len(s) - 1  # the bottom tail holds no F
+        i = bisect_right(s, a) - 1
+        out: list[tuple[int, int]] = []
+        while i < n and s[i] < b1:
+            if v[i].kind is _KF:
+                e = s[i + 1]
+                out.append((max(s[i], a), (e if e < b1 else int(b1)) - 1))
+            i += 1
+        return tuple(out)
+
+    def known(self, lo: int, hi: int | None = None) -> TickSet:
+        """The ticks of ``[lo, hi]`` that are not Q, as a tick set (``hi`` None: no bound):
+        what a doubt horizon may pass [GD §2.3]."""
+        a, b1 = self._window("KnowledgeStream.known", lo, hi)
+        return self._where(a, b1, _not_q)
+
+    def gaps(self, lo: int, hi: int) -> TickSet:
+        """The Q ticks of ``[lo, hi]`` as a tick set: what a nack asks for [GD §3.1, §3.2]."""
+        a, b1 = self._window("KnowledgeStream.gaps", lo, hi, bounded=True)
+        return self._where(a, b1, _is_q)
+
+    def final_run_end(self, tick: int) -> int | None:
+        """The last tick of the run of F ticks holding ``tick``; None when ``tick`` is not F."""
+        t = _tick("KnowledgeStream.final_run_end", "tick", tick)
+        if t < self._p:
+            return self._p - 1
+        s = self._s
+        i = bisect_right(s, t) - 1
+        if self._v[i].kind is _KF:
+            return s[i + 1] - 1
+        return None
+
+    def append(self, start: int, end: int, value: Knowledge) -> KnowledgeStream:
+        """Accumulate ``value`` into ``[start, end]`` in the bottom tail (``start >= extent``,
+        where ``Q ⊔ x = x``): an in-order append, a pubend's next message [GD §2.2]. It
+        touches no run; a range below ``extent`` is a misuse (use :meth:`accumulate`)."""
+        if type(start) is int and start < self._s[-1]:
+            raise InvalidRange(
+                f"KnowledgeStream.append: start={start} is below extent={self._s[-1]}; "
+                "allowed: start >= extent (use accumulate for knowledge below it)"
+            )
+        return self._accumulate("KnowledgeStream.append", start, end, value)
+
+    def acknowledge(self, upto: int) -> KnowledgeStream:
+        """Ticks ``0..upto`` are acknowledged [GD §2.1.1]: F is joined into each and the
+        automatic lowering applied (``finalize(F ⊔ x)``: Q, L, F, D(a), D*(a), S all become
+        F; only E stays E) [GD §2.1]. The prefix advances and the runs it covers are
+        dropped; cost: those runs."""
+        t = _tick("KnowledgeStream.acknowledge", "upto", upto)
+        b1 = t + 1
+        p = self._p
+        if b1 <= p:
+            return self
+        s, v = self._s, self._v
+        j = bisect_right(s, t) - 1  # the run holding upto
+        for k in range(j + 1):
+            if v[k].kind is _KE:
+                r = _edit(p, s, v, F, p, b1, _acknowledged)
+                return self if r is None else self._make(*r)
+        n = len(s)
+        if j == n - 1:  # upto lies in the bottom tail
+            return self._make(b1, (b1,), v[j:])
+        if b1 < s[j + 1]:  # run j continues past upto
+            if v[j].kind is _KF:
+                return self._make(s[j + 1], s[j + 1 :], v[j + 1 :])
+            return self._make(b1, (b1, *s[j + 1 :]), v[j:])
+        if v[j + 1].kind is _KF:  # the next run joins the prefix
+            return self._make(s[j + 2], s[j + 2 :], v[j + 2 :])
+        return self._make(b1, s[j + 1 :], v[j + 1 :])
+
+    # -- private helpers of the queries above ------------------------------------------------
+
+    def _window(
+        self, op: str, lo: object, hi: object, *, bounded: bool = False
+    ) -> tuple[int, float]:
+        if hi is None and not bounded:
+            return _tick(op, "lo", lo), _NEVER
+        a, b1 = _range(op, lo, hi)
+        return a, b1
+
+    def _where(self, a: int, b1: float, pred: Callable[[Knowledge], bool]) -> TickSet:
+        """The ticks of ``[a, b1)`` whose value satisfies ``pred``, canonical."""
+        out: list[list[Any]] = []
+        p = self._p
+        if a < p:
+            if pred(F):
+                out.append([a, min(b1, p) - 1])
+            a = p
+            if a >= b1:
+                return tuple((x, y) for x, y in out)
+        s, v = self._s, self._v
+        n = len(s)
+        i = bisect_right(s, a) - 1
+        while i < n and s[i] < b1:
+            if pred(v[i]):
+                lo = max(s[i], a)
+                hi = (min(s[i + 1], b1) if i + 1 < n else b1) - 1
+                if out and out[-1][1] + 1 == lo:
+                    out[-1][1] = hi
+                else:
+                    out.append([lo, hi])
+            i += 1
+        return tuple((x, y) for x, y in out)
 
 
 # -- curiosity ----------------------------------------------------------------------------

@@ -20,6 +20,7 @@ from typing import Any
 from hypothesis import given, note
 from hypothesis import strategies as st
 
+from gapless.impl import ticksets as R
 from gapless.impl.curiosity import A, C, Curiosity, N, forget_curiosity, link, upstream
 from gapless.impl.knowledge import (
     DSTAR,
@@ -172,6 +173,12 @@ k_ops = st.one_of(
     st.tuples(st.just("finalize"), ranges()),
     st.tuples(st.just("release"), ranges()),
     st.tuples(st.just("message"), st.integers(1, COARSE - 1), st.sampled_from(["a", "b"])),
+    st.tuples(st.just("acknowledge"), st.integers(0, COARSE - 1)),
+    st.tuples(st.just("fill_gap"), st.integers(0, 3), knowledge_values),
+    st.tuples(st.just("append"), st.integers(0, 3), st.integers(0, 3), knowledge_values),
+    st.tuples(
+        st.just("in_order"), st.integers(0, 2), st.sampled_from(["a", "b"]), st.integers(0, 1)
+    ),
 )
 
 
@@ -179,6 +186,8 @@ def apply_k(
     impl: KnowledgeStream, ref: ReferenceStream[Knowledge], op: tuple[Any, ...], blk: Blocks
 ) -> tuple[KnowledgeStream, ReferenceStream[Knowledge]]:
     name = op[0]
+    if name in ("acknowledge", "append", "in_order", "fill_gap"):
+        return apply_role_op(impl, ref, op, blk)
     if name == "message":
         # A GD §3.1 data message: F over [0, t-1], D(a) at t; then the automatic lowering.
         t, payload = op[1], op[2]
@@ -198,6 +207,94 @@ def apply_k(
     return impl.release(lo, hi), ref.lower(a, b, release)
 
 
+def apply_role_op(
+    impl: KnowledgeStream, ref: ReferenceStream[Knowledge], op: tuple[Any, ...], blk: Blocks
+) -> tuple[KnowledgeStream, ReferenceStream[Knowledge]]:
+    """The operations the GD roles perform on their knowledge [GD §2.1, §2.2, §3.1]."""
+    name = op[0]
+    if name == "acknowledge":
+        t = op[1]
+        return impl.acknowledge(blk.last(t)), ref.acknowledge(t, _join, finalize)
+    ext = ref.extent()
+    if name == "fill_gap":
+        # join a value into exactly one run of Q ticks below the extent (a pubend's pending
+        # tick between silences [GD §2.2]: the one-run shortcut)
+        gaps = [(a, b) for a, b, x in ref.runs() if x == Q]
+        if not gaps:
+            return impl, ref
+        a, b = gaps[op[1] % len(gaps)]
+        return impl.accumulate(blk.first(a), blk.last(b), op[2]), ref.accumulate(a, b, op[2], _join)
+    if name == "append":
+        # accumulate in the bottom tail (the tail-append shortcut), right at the extent or
+        # past it; ranges beyond the reference ticks are not drawn
+        a = min(ext + op[1], COARSE - 1)
+        b = min(a + op[2], COARSE - 1)
+        if a < ext:
+            return impl, ref
+        return impl.append(blk.first(a), blk.last(b), op[3]), ref.accumulate(a, b, op[3], _join)
+    # "in_order": a pubend's next message [GD §2.2] -- silence up to it, then D(a), both
+    # appended; with op[3], the acknowledged prefix then reaches the message.
+    t = min(ext + op[1], COARSE - 1)
+    if t < ext:
+        return impl, ref
+    if t > ext:
+        impl = impl.append(blk.first(ext), blk.last(t - 1), F)
+        ref = ref.accumulate(ext, t - 1, F, _join)
+    impl = impl.append(blk.first(t), blk.last(t), D(op[2]))
+    ref = ref.accumulate(t, t, D(op[2]), _join)
+    if op[3]:
+        impl, ref = impl.acknowledge(blk.last(t)), ref.acknowledge(t, _join, finalize)
+    return impl, ref
+
+
+def _payload(x: Knowledge) -> object | None:
+    return x.payload if x.is_data else None
+
+
+def _coarse_set(blk: Blocks, ticks: set[int]) -> R.TickSet:
+    return R.normalize((blk.first(c), blk.last(c)) for c in ticks)
+
+
+def check_role_queries(impl: KnowledgeStream, ref: ReferenceStream[Knowledge], blk: Blocks) -> None:
+    """The queries the GD roles make, against the reference [GD §2.1, §2.3, §3.1]."""
+    assert impl.fin == impl.final_prefix - 1
+    assert impl.highest == blk.first(ref.extent()) - 1
+    top = QUERY - 1
+    for c in range(QUERY):
+        want = ref.payload_at(c, _payload)
+        assert impl.payload_at(blk.first(c)) == want
+        assert impl.payload_at(blk.last(c)) == want
+        end = ref.final_run_end(c)
+        assert impl.final_run_end(blk.first(c)) == (None if end is None else blk.last(end))
+    for lo in range(QUERY):
+        for hi in {lo, min(lo + 3, top), top}:
+            a, b = blk.first(lo), blk.last(hi)
+            assert impl.finals(a, b) == _coarse_set(blk, ref.where(lo, hi, _is_final))
+            assert impl.known(a, b) == _coarse_set(blk, ref.where(lo, hi, _not_bottom))
+            assert impl.gaps(a, b) == _coarse_set(blk, ref.where(lo, hi, _is_bottom))
+            got = []
+            for first, last, x in impl.data(a, b):
+                got += [(c, x) for c in range(blk.index[first], blk.index[last + 1])]
+            assert got == ref.data(lo, hi, _payload)
+            assert impl.has_data(a, b) == bool(got)
+        assert impl.has_data(blk.first(lo)) == bool(impl.data(blk.first(lo)))
+        assert impl.finals(blk.first(lo)) == impl.finals(blk.first(lo), blk.last(top))
+        assert impl.known(blk.first(lo)) == impl.known(blk.first(lo), blk.last(top))
+    assert impl.data() == impl.data(0, blk.last(top))
+
+
+def _is_final(x: Knowledge) -> bool:
+    return x == F
+
+
+def _is_bottom(x: Knowledge) -> bool:
+    return x == Q
+
+
+def _not_bottom(x: Knowledge) -> bool:
+    return x != Q
+
+
 @given(sizes=block_sizes, ops=st.lists(k_ops, max_size=14))
 def test_knowledge_stream_matches_reference(sizes: list[int], ops: list[Any]) -> None:
     blk = Blocks(sizes)
@@ -209,6 +306,7 @@ def test_knowledge_stream_matches_reference(sizes: list[int], ops: list[Any]) ->
         new_impl, new_ref = apply_k(impl, ref, op, blk)
         note(f"-> {new_impl!r}")
         check_stream(new_impl, new_ref, blk, knowledge=True)
+        check_role_queries(new_impl, new_ref, blk)
         if new_ref == ref:
             assert new_impl is impl, f"no-op {op!r} must return the same object"
         else:
@@ -362,3 +460,23 @@ def test_paired_constructor_is_the_closure(
     for (a, b), y in c_runs:
         c, rc = c.accumulate(blk.first(a), blk.last(b), y), rc.accumulate(a, b, y, _join)
     check_pair(PairedStream(k, c), ReferencePair(rk, rc, link), blk)
+
+
+build_ops = st.lists(st.tuples(st.just("accumulate"), ranges(), knowledge_values), max_size=8)
+
+
+@given(sizes=block_sizes, ops=build_ops)
+def test_acknowledge_everywhere_matches_reference(sizes: list[int], ops: list[Any]) -> None:
+    """The acknowledged prefix [GD §2.1.1] grown to every block end of a random stream: each
+    shortcut of :meth:`KnowledgeStream.acknowledge` (in the tail, inside a run, where the next
+    run is F, past an E) against ``finalize(F ⊔ x)`` per tick."""
+    blk = Blocks(sizes)
+    impl, ref = KnowledgeStream(), _ref_k()
+    for op in ops:
+        impl, ref = apply_k(impl, ref, op, blk)
+    for t in range(QUERY):
+        got = impl.acknowledge(blk.last(t))
+        want = ref.acknowledge(t, _join, finalize)
+        check_stream(got, want, blk, knowledge=True)
+        if want == ref:
+            assert got is impl, "an acknowledgement that changes nothing returns the stream"
