@@ -29,6 +29,10 @@ Fields and the paper's rule:
   where the ostream has an overlapping C.
 * ``retransmit_to_nackers_only`` [GD §3.1]: retransmissions go only down curious paths.
 * ``ack_all_downstream`` [GD §3.1]: the istream is A only where *every* ostream is A.
+* ``ack_expected_point(now, aet) -> T`` [GD §3.2]: the pubend expects the ticks older than
+  AET acked, ``T = now - AET``.
+* ``periodic_ack_expected`` [GD §3.2]: the pubend checks that condition every
+  ``ack_expected_period_us`` and sends AckExpected when it fails (True).
 * ``repeat_nacks`` [GD §3.2]: unsatisfied nacks are repeated every NRT (and AckExpected nacks
   every Q tick again); False: a subend never nacks a tick twice.
 
@@ -51,6 +55,7 @@ from gapless.impl.ticksets import TickSet, run_end
 __all__ = [
     "PAPER_POLICY",
     "GDPolicy",
+    "paper_ack_expected_point",
     "paper_ack_point",
     "paper_doubt_horizon",
     "paper_filter_transfer",
@@ -92,6 +97,11 @@ def paper_ack_point(delivered_upto: int, highest_known: int) -> int:
     return delivered_upto
 
 
+def paper_ack_expected_point(now: int, aet_us: int) -> int:
+    """[GD §3.2] "a timestamp T equal to the current time minus AET"."""
+    return now - aet_us
+
+
 def paper_first_time_silence(curious_overlap: bool) -> bool:
     """[GD §3.1] First-time silence goes only where an overlapping tick is C."""
     return curious_overlap
@@ -115,6 +125,8 @@ class GDPolicy:
     retransmit_to_nackers_only: bool = True
     ack_all_downstream: bool = True
     repeat_nacks: bool = True
+    ack_expected_point: Callable[[int, int], int] = paper_ack_expected_point
+    periodic_ack_expected: bool = True
 
 
 PAPER_POLICY: GDPolicy = GDPolicy()

@@ -318,8 +318,9 @@ def on_aet_timer(state: PHBState, args: tuple[Any, ...], step: Step) -> PHBState
     """The AckExpected period expired: a pubend with ticks older than ``now - AET`` not acked
     sends ``AckExpected(now - AET)`` down the paths that have not acked them [GD §3.2]."""
     cfg = state.ctx.config
-    upto = step.now - cfg.aet_us
-    if upto >= 0:
+    pol = state.ctx.policy
+    upto = pol.ack_expected_point(step.now, cfg.aet_us)
+    if upto >= 0 and pol.periodic_ack_expected:
         for p in state.ctx.hosted:
             s = stream(state, p)
             if s.fin < upto and (s.knowledge.has_data(s.fin + 1) or p in state.pending):

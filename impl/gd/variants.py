@@ -68,6 +68,11 @@ def silence_everywhere(curious_overlap: bool) -> bool:
     return True
 
 
+def expect_everything_now(now: int, aet_us: int) -> int:
+    """Bug: AckExpected(now) — the pubend forgets to subtract AET."""
+    return now
+
+
 def _bug(
     name: str,
     caught_by: tuple[str, ...],
@@ -248,6 +253,30 @@ VARIANTS: Final[dict[str, Variant]] = {
             "to be lost (drop window, stall or link failure while a gap is repaired)."
         ),
         repeat_nacks=False,
+    ),
+    "ack-expected-now": _bug(
+        "ack-expected-now",
+        ("ack_expected_timing",),
+        (),
+        (
+            "The pubend sends AckExpected(now) instead of AckExpected(now - AET): it expects "
+            "ticks acked the moment they are published [GD §3.2]. No subscriber notices (the "
+            "subends nack what is still in flight and the answers are duplicates they drop); "
+            "only *ack_expected_timing* (never early) catches it; needs no fault."
+        ),
+        ack_expected_point=expect_everything_now,
+    ),
+    "no-ack-expected": _bug(
+        "no-ack-expected",
+        ("ack_expected_timing", "liveness"),
+        ("drop", "crash", "stall_link", "link_fail"),
+        (
+            "The pubend never checks the AET condition, so no AckExpected goes down while ticks "
+            "stay unacked [GD §3.2] (it still sends one at a restart). *ack_expected_timing* "
+            "(never late) when an ack or the tail of the stream is lost and nothing else makes "
+            "the subends nack; *liveness* when the subends never learn of a lost tail."
+        ),
+        periodic_ack_expected=False,
     ),
 }
 """GD's planted bugs by name."""
