@@ -19,6 +19,7 @@ from gapless.impl.effects import Deliver, DeliverCohort, Persist, Send, SetTimer
 from gapless.impl.errors import ProtocolMisuse
 from gapless.impl.gd import (
     PAPER_POLICY,
+    AckExpected,
     GDConfig,
     GDPolicy,
     GDTopology,
@@ -55,6 +56,7 @@ class Net:
         delay: Callable[[str, str], int] = lambda a, b: 1_000,
     ) -> None:
         self.topo = topo
+        self.aet_us = (config or GDConfig()).aet_us
         self.states = initial_states(topo, config, policy)
         self.q: list[tuple[int, int, str, Any]] = []
         self.seq = 0
@@ -168,6 +170,9 @@ class Net:
         nacked: dict[tuple[str, str], list[tuple[int, int]]] = {}
         for t, a, b, m in self.sent:
             role = self.topo.brokers[a].role
+            if isinstance(m, AckExpected) and role == "PHB" and m.upto > t - self.aet_us:
+                # [GD §3.2] T = now - AET (no pubend restarts in these scenarios)
+                out.append(f"AckExpected({m.upto}) from {a} at {t}: younger than AET")
             if isinstance(m, Nack):
                 nacked.setdefault((b, a), []).append((m.start, m.end))
                 if role == "IB":
@@ -430,6 +435,8 @@ SCENARIO: dict[str, str] = {
     "retransmit-to-all": "loss-upstream-one",
     "ack-any-downstream": "loss",
     "no-nack-repetition": "nack-loss",
+    "ack-expected-now": "tail",
+    "no-ack-expected": "tail",
 }
 
 
