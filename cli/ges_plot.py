@@ -56,38 +56,8 @@ def _latency(fig: Any, m: dict[str, Any]) -> None:
         f"{load['event_bytes']} bytes",
         fontsize=9,
     )
-    for kind, by_match in m["by_rate_p50_ms"].items():
-        colour, marker, label = _STYLE[kind]
-        for match, row in by_match.items():
-            pts = sorted((int(r), v) for r, v in row.items())
-            ax3.plot(
-                [r for r, _ in pts],
-                [v for _, v in pts],
-                color=colour,
-                marker=marker,
-                ls="-" if int(match) == 100 else ":",
-                label=f"{label}, {match}% matching",
-            )
-    ax3.set_xlabel("publish rate (events/s), ges-dense")
-    ax3.set_ylabel("p50 latency (ms)")
-    ax3.grid(alpha=0.3)
-    ax3.legend(fontsize=7)
-    for kind, by_match in metrics_sizes(m).items():
-        colour, marker, label = _STYLE[kind]
-        for match, row in by_match.items():
-            pts = sorted((int(z), v) for z, v in row.items())
-            ax5.plot(
-                [z for z, _ in pts],
-                [v for _, v in pts],
-                color=colour,
-                marker=marker,
-                ls="-" if int(match) == 100 else ":",
-                label=f"{label}, {match}% matching",
-            )
-    ax5.set_xlabel("event size (bytes), ges-dense")
-    ax5.set_ylabel("p50 latency (ms)")
-    ax5.grid(alpha=0.3)
-    ax5.legend(fontsize=7)
+    _p50_panel(ax3, m["by_rate_p50_ms"], "publish rate (events/s), ges-dense")
+    _p50_panel(ax5, metrics_sizes(m), "event size (bytes), ges-dense")
     cap = m["capacity"]
     fig.suptitle(
         f"ges-latency: broker service {cap['service_us_per_event']} µs/event message, "
@@ -166,3 +136,24 @@ def ges_figure(outcome: Any, metrics: dict[str, Any]) -> Any:
 def plot_ges(outcome: Any, metrics: dict[str, Any], path: Path) -> None:
     """Write :func:`ges_figure` to ``path`` (PNG, SVG or PDF by its suffix)."""
     ges_figure(outcome, metrics).savefig(path, dpi=100, bbox_inches="tight")
+
+
+def _p50_panel(ax: Any, series: dict[str, Any], xlabel: str) -> None:
+    """p50 latency against ``xlabel``'s quantity, one curve per kind and matching rate
+    (solid at 100% matching, dotted otherwise)."""
+    for kind, by_match in series.items():
+        colour, marker, label = _STYLE[kind]
+        for match, row in by_match.items():
+            pts = sorted((int(x), v) for x, v in row.items())
+            ax.plot(
+                [x for x, _ in pts],
+                [v for _, v in pts],
+                color=colour,
+                marker=marker,
+                ls="-" if int(match) == 100 else ":",
+                label=f"{label}, {match}% matching",
+            )
+    ax.set_xlabel(xlabel)
+    ax.set_ylabel("p50 latency (ms)")
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=7)
