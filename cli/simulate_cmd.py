@@ -302,7 +302,7 @@ def simulate(
         from gapless.models.protocols import protocol
 
         owner = SCENARIOS[name].protocol
-        if protocol(owner).trace_check is None:
+        if protocol(owner).write_trace is None:
             click.echo(
                 f"gapless simulate: --trace: protocol {owner!r} has no trace-file format yet",
                 err=True,
@@ -311,51 +311,38 @@ def simulate(
     require_writable("simulate", "--plot", plot)
     require_writable("simulate", "--trace", trace_file)
     sc, outcome, m = run_scenario(name)
-    if plot is not None and name == "dft-gap-s1":
-        from gapless.cli.dft_plots import plot_gap
-
-        plot_gap(m, plot)
-    elif plot is not None and sc.protocol == "ges":
-        from gapless.cli.ges_plot import plot_ges
-
-        plot_ges(outcome, m, plot)
-    elif plot is not None:
-        plot_scenario(outcome, m, plot)
-    if trace_file is not None and sc.protocol == "zmq":
-        from gapless.models.zmq_protocol import write_world_trace
-
-        write_world_trace(trace_file, sc, outcome)
-    elif trace_file is not None and sc.protocol == "dft":
-        from gapless.invariants.dft_tracefile import write_dft_trace
+    if plot is not None:
+        _draw_scenario(sc.plot, outcome, m, plot)
+    if trace_file is not None:
+        from gapless.models.protocols import protocol
         from gapless.models.run import run_context
 
-        write_dft_trace(
-            trace_file,
-            run_context(sc.spec, 0),
-            outcome.trace or (),
-            meta={"scenario": name, "seed": 0, "trace_digest": outcome.trace_digest},
-        )
-    elif trace_file is not None and sc.protocol == "ges":
-        from gapless.models.ges_protocol import write_world_trace as write_ges
-
-        write_ges(trace_file, sc, outcome)
-    elif trace_file is not None:
-        from gapless.invariants.tracefile import write_trace
-        from gapless.models.run import run_context
-
-        write_trace(
-            trace_file,
-            run_context(sc.spec, 0),
-            outcome.trace or (),
-            live_end=True,
-            meta={"scenario": name, "seed": 0, "trace_digest": outcome.trace_digest},
-            protocol=sc.protocol,
-        )
+        write = protocol(sc.protocol).write_trace
+        if write is not None:  # always: checked before the run
+            write(trace_file, sc, outcome, run_context(sc.spec, 0))
     if as_json:
         click.echo(json.dumps(m, indent=2, sort_keys=True))
     else:
         _print_human(m, outcome)
     raise SystemExit(0 if m["pass"] else 1)
+
+
+PLOT_KINDS = ("timeline", "dft-gap", "ges")
+"""The kinds of drawing a scenario may name (``Scenario.plot``); ``timeline`` is GD's."""
+
+
+def _draw_scenario(kind: str, outcome: Any, m: dict[str, Any], path: Path) -> None:
+    """Draw a scenario's figure of the kind its registry entry names (``Scenario.plot``)."""
+    if kind == "dft-gap":
+        from gapless.cli.dft_plots import plot_gap
+
+        plot_gap(m, path)
+    elif kind == "ges":
+        from gapless.cli.ges_plot import plot_ges
+
+        plot_ges(outcome, m, path)
+    else:
+        plot_scenario(outcome, m, path)
 
 
 def _print_human(m: dict[str, Any], outcome: Any) -> None:

@@ -20,18 +20,29 @@ network, from a scripted workload the topology carries.
 
 from __future__ import annotations
 
-from typing import Final
+import os
+from typing import Any, Final
 
 from gapless.impl.dft.config import PAPER_POLICY, DFTConfig
 from gapless.impl.dft.messages import DFTWire
 from gapless.impl.dft.variants import VARIANTS
 from gapless.invariants.dft import DFT_INVARIANTS, DFT_SAFETY, DFTChecker
-from gapless.invariants.dft_tracefile import trace_check
+from gapless.invariants.dft_tracefile import trace_check, write_dft_trace
 from gapless.models.dft_binding import TOPOLOGIES, check_context, make_binding, within_budget
 from gapless.models.dft_scenarios import SCENARIOS
-from gapless.models.registry import ProtocolEntry
+from gapless.models.registry import ProtocolEntry, Scenario
 
 __all__ = ["ENTRY"]
+
+
+def write_world_trace(
+    path: str | os.PathLike[str], scenario: Scenario, outcome: Any, context: Any
+) -> int:
+    """Write a scenario run's trace as a DFT ``gapless-trace`` file
+    (:mod:`gapless.invariants.dft_tracefile`), given the run's checker context."""
+    meta = {"scenario": scenario.name, "seed": 0, "trace_digest": outcome.trace_digest}
+    return write_dft_trace(path, context, outcome.trace or (), meta=meta)
+
 
 ENTRY: Final = ProtocolEntry(
     name="dft",
@@ -57,5 +68,6 @@ ENTRY: Final = ProtocolEntry(
     wire_schema=DFTWire,
     within_budget=within_budget,
     trace_check=trace_check,
+    write_trace=write_world_trace,
 )
 """DFT's registry entry."""

@@ -147,6 +147,7 @@ SCENARIOS: Final = (
         events=_EVENTS,
         figures=gap_figures,
         pass_marks=gap_pass_marks,
+        plot="dft-gap",
     ),
 )
 """DFT's scenarios."""

@@ -13,7 +13,8 @@ GD has no fault budget: every fault schedule is judged by every invariant.
 
 from __future__ import annotations
 
-from typing import Final
+import os
+from typing import Any, Final
 
 from gapless.impl.gd import PAPER_POLICY
 from gapless.impl.gd.config import GDConfig
@@ -21,14 +22,24 @@ from gapless.impl.gd.variants import VARIANTS
 from gapless.impl.trace import Wire
 from gapless.invariants import INVARIANTS
 from gapless.invariants.checker import Checker
-from gapless.invariants.tracefile import check_trace_file
+from gapless.invariants.tracefile import check_trace_file, write_trace
 from gapless.models.faults import FAULT_KINDS
 from gapless.models.gd_binding import check_context, make_binding
 from gapless.models.gd_scenarios import SCENARIOS
-from gapless.models.registry import ProtocolEntry
+from gapless.models.registry import ProtocolEntry, Scenario
 from gapless.models.topology import TOPOLOGIES
 
-__all__ = ["ENTRY"]
+__all__ = ["ENTRY", "write_world_trace"]
+
+
+def write_world_trace(
+    path: str | os.PathLike[str], scenario: Scenario, outcome: Any, context: Any
+) -> int:
+    """Write a scenario run's trace as a GD ``gapless-trace`` file, given the run's checker
+    context; ``gapless check`` judges it (liveness at the file's end)."""
+    meta = {"scenario": scenario.name, "seed": 0, "trace_digest": outcome.trace_digest}
+    return write_trace(path, context, outcome.trace or (), live_end=True, meta=meta, protocol="gd")
+
 
 ENTRY: Final = ProtocolEntry(
     name="gd",
@@ -61,5 +72,6 @@ ENTRY: Final = ProtocolEntry(
     checker=Checker,
     wire_schema=Wire,
     trace_check=check_trace_file,
+    write_trace=write_world_trace,
 )
 """GD's registry entry."""

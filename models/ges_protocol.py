@@ -31,8 +31,7 @@ from gapless.models.ges_scenarios import SCENARIOS
 from gapless.models.ges_topology import GES_TOPOLOGIES
 from gapless.models.registry import ProtocolEntry, Scenario
 from gapless.models.runspec import RunOutcome
-from gapless.models.workload import Workload, generate_workload
-from gapless.spec.filters import reference_matcher
+from gapless.models.workload import Workload
 
 __all__ = ["ENTRY", "check_context", "write_world_trace"]
 
@@ -51,18 +50,16 @@ def check_context(
     )
 
 
-def write_world_trace(path: str | os.PathLike[str], scenario: Scenario, outcome: RunOutcome) -> int:
+def write_world_trace(
+    path: str | os.PathLike[str], scenario: Scenario, outcome: RunOutcome, context: Any
+) -> int:
     """Write a scenario run's trace as a GES ``gapless-trace`` file
-    (:mod:`gapless.invariants.ges_tracefile`); ``gapless check`` judges it. The file ends
-    live (``roam_complete`` judged at its end) unless the run left the fault budget."""
-    spec = scenario.spec
-    graph = GES_TOPOLOGIES[spec.topology]()
-    workload = generate_workload(spec.workload, graph, duration_us=spec.duration_us, seed=0)
-    binding = make_binding(spec, graph, workload)
-    ctx = check_context(graph, workload, binding, reference_matcher())
+    (:mod:`gapless.invariants.ges_tracefile`), given the run's checker context; ``gapless
+    check`` judges it. The file ends live (``roam_complete`` judged at its end) unless the run
+    left the fault budget."""
     meta = {"scenario": scenario.name, "seed": 0, "trace_digest": outcome.trace_digest}
     live = outcome.verdict != "out_of_budget"
-    return write_ges_trace(path, ctx, outcome.trace or (), live_end=live, meta=meta)
+    return write_ges_trace(path, context, outcome.trace or (), live_end=live, meta=meta)
 
 
 ENTRY: Final = ProtocolEntry(
@@ -89,5 +86,6 @@ ENTRY: Final = ProtocolEntry(
     wire_schema=GesWire,
     within_budget=within_budget,
     trace_check=trace_check,
+    write_trace=write_world_trace,
 )
 """GES's registry entry."""

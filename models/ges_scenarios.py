@@ -249,6 +249,7 @@ SCENARIOS: Final[dict[str, Scenario]] = {
         events=(),
         figures=latency_scenario_figures,
         pass_marks=latency_scenario_marks,
+        plot="ges",
     ),
     "ges-roam": Scenario(
         name="ges-roam",
@@ -259,5 +260,6 @@ SCENARIOS: Final[dict[str, Scenario]] = {
         events=_roam_events(),
         figures=roam_figures,
         pass_marks=roam_pass_marks,
+        plot="ges",
     ),
 }

@@ -28,7 +28,11 @@ there by name (``gapless fuzz --protocol NAME``, ``gapless zoo --protocol NAME``
   (``binding.wire(msg)`` returns one; trace files carry it under this schema) and
   ``trace_check(path, names, *, matches, live_end)`` — its trace-file reader and judge (the
   decoders of its records), which ``gapless check`` calls for a file whose header names the
-  protocol (``None``: the protocol has no trace-file format yet).
+  protocol (``None``: the protocol has no trace-file format yet), and ``write_trace(path,
+  scenario, outcome, context)`` — its writer of a scenario run's trace file (``gapless
+  simulate --trace``), given the run's checker context; the two come together or not at all;
+* each :class:`Scenario` names its drawing (``plot``: a kind the command layer draws, since
+  plotting sits above the models), so no command picks a writer or a plot by protocol name.
 
 The table of registered protocols is :mod:`gapless.models.protocols`; this module holds only
 the types, so a protocol's own modules can build their entry without importing the table.
@@ -66,6 +70,7 @@ class Scenario:
     figures: Callable[[Scenario, Any, tuple[str, ...]], dict[str, Any]]
     pass_marks: Callable[[str, dict[str, Any]], dict[str, bool]]
     crashed: str | None = None
+    plot: str = "timeline"
 
     @property
     def schedule(self) -> FaultSchedule:
@@ -95,6 +100,7 @@ class ProtocolEntry:
     checker: Callable[[Any, tuple[str, ...]], Any]
     wire_schema: type
     trace_check: Callable[..., Any] | None = None
+    write_trace: Callable[[Any, Scenario, Any, Any], Any] | None = None
     within_budget: Callable[[nx.Graph, tuple[FaultEvent, ...]], bool] | None = None
 
     def __attrs_post_init__(self) -> None:
@@ -102,6 +108,11 @@ class ProtocolEntry:
             raise ProtocolMisuse(
                 f"ProtocolEntry {self.name!r}: default topology {self.default_topology!r} "
                 f"is not one of its topologies ({', '.join(sorted(self.topologies))})"
+            )
+        if (self.trace_check is None) != (self.write_trace is None):
+            raise ProtocolMisuse(
+                f"ProtocolEntry {self.name!r}: a trace-file format needs both trace_check and "
+                "write_trace (or neither)"
             )
         for v in self.variants.values():
             unknown = [n for n in v.caught_by if n not in self.invariants]

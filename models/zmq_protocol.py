@@ -94,9 +94,12 @@ def _context(scenario: Scenario) -> ZmqCheckContext:
     return check_context(graph, workload, make_binding(spec, graph, workload), _no_filters)
 
 
-def write_world_trace(path: str | os.PathLike[str], scenario: Scenario, outcome: RunOutcome) -> int:
+def write_world_trace(
+    path: str | os.PathLike[str], scenario: Scenario, outcome: RunOutcome, context: Any = None
+) -> int:
     """Write a scenario run's trace as a ZeroMQ ``gapless-trace`` file (the world's records
-    read as the invariants read them); ``gapless check`` judges it."""
+    read as the invariants read them); ``gapless check`` judges it. The context is rebuilt
+    without filters (ZeroMQ matches by prefix on the wire), so ``context`` is not used."""
     ctx = _context(scenario)
     reader = WorldReader(ctx)
     records = [r for record in outcome.trace or () for r in reader.translate(record)]
@@ -204,5 +207,6 @@ ENTRY: Final = ProtocolEntry(
     checker=ZmqChecker,
     wire_schema=ZmqWire,
     trace_check=trace_check,
+    write_trace=write_world_trace,
 )
 """ZeroMQ's registry entry."""
