@@ -81,10 +81,20 @@ def prove(as_json: bool, variant: str) -> None:
     else:
         laws = [o for o in outcomes if o.kind == "law"]
         proved = sum(o.status == "proved" for o in laws)
+        facts = sum(o.kind == "fact" for o in outcomes)
+        steps = [o for o in outcomes if o.kind == "inductive"]
+        twins = [o for o in outcomes if o.kind == "twin"]
         total = sum(o.seconds for o in outcomes)
         _print_table(outcomes, f"gapless prove ({algebra.name})")
+        release = ""
+        if steps:
+            release = (
+                f"{sum(o.status == 'proved' for o in steps)}/{len(steps)} release steps proved "
+                f"inductive, {sum(o.status == 'refuted' for o in twins)}/{len(twins)} twins "
+                "refuted, "
+            )
         click.echo(
-            f"{proved}/{len(laws)} laws proved, {len(outcomes) - len(laws)} facts answered, "
+            f"{proved}/{len(laws)} laws proved, {facts} facts answered, {release}"
             f"{total:.2f} s in Z3"
         )
     # a law or an inductive invariant must be proved; a twin (a planted bug) must be refuted

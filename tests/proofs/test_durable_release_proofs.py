@@ -129,3 +129,16 @@ def test_prove_json_lists_the_rows_and_exits_zero() -> None:
     assert rows["release_l_step_twin"]["status"] == "refuted"
     assert rows["release_l_step_twin"]["witness"]
     assert time.perf_counter() - start < 20.0
+
+
+@pytest.mark.parametrize(
+    ("kind", "status"), [("inductive", "refuted"), ("twin", "proved"), ("inductive", "unknown")]
+)
+def test_prove_exits_1_when_a_release_row_is_not_as_required(
+    kind: str, status: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    bad = pf.Outcome(obligation="release_x", kind=kind, status=status, seconds=0.0, witness="w")  # type: ignore[arg-type]
+    monkeypatch.setattr(pf, "run_all", lambda _a=None: [bad])
+    got = CliRunner().invoke(prove, [])
+    assert got.exit_code == 1
+    assert "release_x" in got.output
