@@ -1,22 +1,57 @@
 """The release protocol's core (``impl/durable/release.py``) against the slow reference
 (``spec/durable_release.py``), step by step, with the protocol's safety checked after every
-step [DUR §3, §4.1]: Tr <= Td, the L rule, and no L tick a subscriber still needs."""
+step [DUR §3, §4.1]: Tr <= Td, the L rule, and no L tick a subscriber still needs.
+
+The machine also emits the durable trace records (``impl/durable/records.py``) a binding would
+(joins, deliveries, acks, reports, L steps, moves, crashes) and judges them online with the
+durable invariants: a correct core never trips them, and a planted bug does."""
 
 from __future__ import annotations
 
 import attrs
+import pytest
 from hypothesis import Phase, settings
 from hypothesis import strategies as st
-from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, rule
+from hypothesis.stateful import (
+    RuleBasedStateMachine,
+    initialize,
+    invariant,
+    rule,
+    run_state_machine_as_test,
+)
 
+from gapless.impl.durable import records as rc
 from gapless.impl.durable import release as rl
+from gapless.impl.durable.ct import CheckpointToken
+from gapless.impl.durable.messages import EventMessage, SilenceMessage
 from gapless.impl.effects import Rejected
 from gapless.impl.knowledge import Kind
+from gapless.impl.trace import TraceRecord
+from gapless.invariants.checker import Checker
+from gapless.invariants.durable import PLUGINS
+from gapless.invariants.plugin import CheckContext
 from gapless.spec.durable_release import RefWorld
 
 SHBS = ("b0", "b1")
 SUBS = ("s0", "s1", "s2")
 NODE = "n"
+
+CTX = CheckContext(
+    subscriptions=(),
+    cell_of={},
+    cell_tree=(),
+    pubend_host={"p": "phb"},
+    merged=(),
+    roles={"b0": "shb", "b1": "shb", NODE: "ib", "phb": "phb"},
+    min_repetition_us=0,
+    matches=lambda _flt, _attrs: True,
+    logged=lambda _p: None,
+    payload_attributes=lambda _x: None,
+)
+
+
+def _ct(t: int) -> CheckpointToken:
+    return CheckpointToken.of({"p": t})
 
 
 class ReleaseMachine(RuleBasedStateMachine):
@@ -32,6 +67,34 @@ class ReleaseMachine(RuleBasedStateMachine):
         self.home: dict[str, str] = {}  # a subscriber's current SHB
         self.records: dict[str, set[str]] = {}  # where it has records
         self.acked: dict[str, int] = {}  # the latest CT it acknowledged (or started at)
+        self.checker = Checker(CTX, plugins=PLUGINS)
+        self.seq = 0
+        self.events: list[int] = []
+        self.pos: dict[str, int] = {}  # where each subscriber's message chain is
+
+    judge_only = False  # a subclass judges the trace alone (non-vacuity of the invariants)
+
+    def emit(self, node: str, kind: str, detail: object) -> None:
+        r = TraceRecord(seq=self.seq, time=self.seq, node=node, kind=kind, detail=detail)
+        self.seq += 1
+        self.checker.observe(r)
+        v = self.checker.violation
+        if v is not None:
+            raise AssertionError(v.explain())
+
+    def deliver_to(self, s: str, upto: int) -> None:
+        """The subscriber's SHB delivers its messages through ``upto`` (filter: everything)."""
+        b, pos = self.home[s], self.pos[s]
+        for t in self.events:
+            if pos < t <= upto:
+                m = EventMessage(pubend="p", t0=pos, t=t, payload=f"m{t}")
+                self.emit(b, "dur_message", rc.DurMessage(subscriber=s, shb=b, message=m))
+                pos = t
+        if pos < upto:
+            m2 = SilenceMessage(pubend="p", t0=pos, t=upto)
+            self.emit(b, "dur_message", rc.DurMessage(subscriber=s, shb=b, message=m2))
+            pos = upto
+        self.pos[s] = pos
 
     @initialize(mr=st.sampled_from([None, 0, 3, 10]))
     def configure(self, mr: int | None) -> None:
@@ -46,6 +109,8 @@ class ReleaseMachine(RuleBasedStateMachine):
         self.shb[b], ct = rl.shb_join(self.shb[b], s)
         assert ct == self.ref.join(b, s)
         self.home[s], self.records[s], self.acked[s] = b, {b}, ct
+        self.pos[s] = ct
+        self.emit(b, "dur_join", rc.DurJoin(subscriber=s, shb=b, filter="all", ct=_ct(ct)))
 
     @rule(s=st.sampled_from(SUBS), up=st.integers(-2, 6))
     def ack(self, s: str, up: int) -> None:
@@ -58,6 +123,8 @@ class ReleaseMachine(RuleBasedStateMachine):
             return
         b = self.home[s]
         ct = max(-1, self.shb[b].latest_delivered - up)  # never beyond what was delivered
+        self.deliver_to(s, ct)  # a subscriber acknowledges only what it consumed
+        self.emit(b, "dur_ack", rc.DurAck(subscriber=s, shb=b, ct=_ct(ct)))
         self.shb[b], eff = rl.shb_acknowledge(self.shb[b], s, ct)
         assert eff == ()
         self.ref.ack(b, s, ct)
@@ -72,12 +139,15 @@ class ReleaseMachine(RuleBasedStateMachine):
     @rule(b=st.sampled_from(SHBS))
     def report(self, b: str) -> None:
         self.shb[b], rep = rl.shb_send_report(self.shb[b])
-        assert (rep.released, rep.delivered) == self.ref.report(b)
+        ref = self.ref.report(b)
+        assert self.judge_only or (rep.released, rep.delivered) == ref
+        self.emit(b, "dur_report", rep)
         self.node, eff = rl.node_on_report(self.node, rep)
         assert eff == ()
 
     @rule()
     def propagate(self) -> None:
+        self.emit(NODE, "dur_report", self.node.report())
         self.pub, eff = rl.pubend_on_report(self.pub, self.node.report(), (NODE,))
         assert eff == ()
         self.ref.propagate()
@@ -87,19 +157,37 @@ class ReleaseMachine(RuleBasedStateMachine):
         t = self.pub.clock + dt
         if publish:
             self.pub = rl.pubend_publish(self.pub, t, f"m{t}")
+            self.events.append(t)
+            self.emit("phb", "dur_event", rc.DurEvent(pubend="p", tick=t, attributes={"k": 1}))
         else:
             self.pub = rl.pubend_clock(self.pub, t)
         self.ref.clock(t)
 
     @rule()
     def release_step(self) -> None:
-        self.pub = rl.pubend_release_step(self.pub)
+        old = self.pub
+        self.pub = p = rl.pubend_release_step(self.pub)
         self.ref.release_step()
+        if p is not old:
+            d = rc.DurRelease(
+                pubend="p",
+                through=p.released_through,
+                tr=p.tr,
+                td=p.td,
+                clock=p.clock,
+                max_retain=p.max_retain,
+            )
+            self.emit("phb", "dur_release", d)
 
     @rule(b=st.sampled_from(SHBS))
     def crash(self, b: str) -> None:
         self.shb[b] = rl.shb_crash(self.shb[b])
         self.ref.crash(b)
+        self.emit(b, "dur_crash", rc.DurCrash(shb=b))
+        for s in sorted(self.home):
+            if self.home[s] == b:  # every subscriber reconnects, in catchup
+                c = rc.DurConnect(subscriber=s, shb=b, ct=_ct(self.pos[s]), catchup=frozenset("p"))
+                self.emit(b, "dur_connect", c)
 
     @rule(s=st.sampled_from(SUBS))
     def unsubscribe(self, s: str) -> None:
@@ -108,7 +196,8 @@ class ReleaseMachine(RuleBasedStateMachine):
         for b in sorted(self.records.pop(s)):
             self.shb[b] = rl.shb_leave(self.shb[b], s)
             self.ref.leave(b, s)
-        del self.home[s], self.acked[s]
+        del self.home[s], self.acked[s], self.pos[s]
+        self.emit("b0", "dur_leave", rc.DurLeave(subscriber=s))
 
     @rule(s=st.sampled_from(SUBS), older=st.integers(0, 5))
     def move(self, s: str, older: int) -> None:
@@ -119,7 +208,11 @@ class ReleaseMachine(RuleBasedStateMachine):
         ct = max(-1, self.acked[s] - older)
         self.shb[to] = rl.shb_register_moved(self.shb[to], s, ct)
         self.ref.register_moved(to, s, ct)
-        self.home[s] = to
+        old = self.home[s]
+        self.emit(old, "dur_disconnect", rc.DurDisconnect(subscriber=s, shb=old))
+        c = rc.DurConnect(subscriber=s, shb=to, ct=_ct(ct), catchup=frozenset({"p"}))
+        self.emit(to, "dur_connect", c)
+        self.home[s], self.pos[s] = to, ct
         self.records[s].add(to)
 
     @rule(s=st.sampled_from(SUBS))
@@ -139,6 +232,8 @@ class ReleaseMachine(RuleBasedStateMachine):
 
     @invariant()
     def agrees_with_reference(self) -> None:
+        if self.judge_only:
+            return
         for b in SHBS:
             mine, ref = self.shb[b], self.ref.shbs[b]
             assert mine.latest_delivered == ref.latest_delivered()
@@ -157,6 +252,8 @@ class ReleaseMachine(RuleBasedStateMachine):
 
     @invariant()
     def release_is_safe(self) -> None:
+        if self.judge_only:
+            return
         p = self.pub
         assert p.tr <= p.td
         assert p.released_through <= p.td
@@ -229,8 +326,6 @@ def test_moved_subscriber_holds_release_until_active() -> None:
 
 
 def test_misuse_raises_typed_errors() -> None:
-    import pytest
-
     from gapless.impl.errors import InvalidTick, ProtocolMisuse
 
     b = rl.ShbRelease(shb="b", pubend="p")
@@ -255,20 +350,42 @@ def _l_bound_above_td(tr: int, td: int, clock: int, max_retain: int | None) -> i
     return max(tr, clock - max_retain - 1)
 
 
-def test_machine_catches_l_above_td(monkeypatch: object) -> None:
-    """Non-vacuity: with the L rule's ``t <= Td`` dropped, the machine fails."""
-    import pytest
-    from hypothesis.stateful import run_state_machine_as_test
+class JudgedOnly(ReleaseMachine):
+    """The same machine judged by the durable trace invariants alone."""
 
-    mp: pytest.MonkeyPatch = monkeypatch  # type: ignore[assignment]
-    mp.setattr(rl, "l_bound", _l_bound_above_td)
-    with pytest.raises(AssertionError):
-        run_state_machine_as_test(
-            ReleaseMachine,
-            settings=settings(
-                max_examples=100,
-                stateful_step_count=40,
-                database=None,
-                phases=[Phase.explicit, Phase.generate],  # the first failure will do
-            ),
-        )
+    judge_only = True
+
+
+NO_SHRINK = settings(
+    max_examples=100,
+    stateful_step_count=40,
+    database=None,
+    phases=[Phase.explicit, Phase.generate],  # the first failure will do
+)
+
+
+def _released_without_ld(self: rl.ShbRelease) -> int:
+    """A planted bug: released(p) computed without latestDelivered [DUR §4.1]."""
+    active = [r.released for r in self.records.values() if r.active]
+    return min(active) if active else self.latest_delivered
+
+
+@pytest.mark.parametrize(
+    ("target", "name", "bug", "caught_by"),
+    [
+        ("machine", "l_bound", _l_bound_above_td, "release_is_safe"),
+        ("judge", "l_bound", _l_bound_above_td, "release_rule violated"),
+        ("judge", "released", _released_without_ld, "release_horizon violated"),
+    ],
+)
+def test_planted_bugs_are_caught(
+    target: str, name: str, bug: object, caught_by: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Non-vacuity: the machine's own checks, and the trace invariants alone, catch a planted
+    bug in the core (L above Td; released(p) without latestDelivered)."""
+    monkeypatch.setattr(rl.ShbRelease if name == "released" else rl, name, bug)
+    machine = ReleaseMachine if target == "machine" else JudgedOnly
+    with pytest.raises(AssertionError) as info:
+        run_state_machine_as_test(machine, settings=NO_SHRINK)
+    if target == "judge":
+        assert caught_by in str(info.value)
