@@ -50,6 +50,7 @@ same state and a :class:`~gapless.impl.effects.Rejected` effect.
 
 from __future__ import annotations
 
+import enum
 from collections.abc import Hashable, Iterable
 from typing import Final, final
 
@@ -63,6 +64,7 @@ from gapless.impl.streams import KnowledgeStream
 
 __all__ = [
     "NONE",
+    "AckMode",
     "NodeRelease",
     "PubendRelease",
     "ReleaseReport",
@@ -81,6 +83,7 @@ __all__ = [
     "shb_join",
     "shb_leave",
     "shb_register_moved",
+    "shb_resume_point",
     "shb_send_report",
 ]
 
@@ -239,6 +242,40 @@ def shb_crash(state: ShbRelease) -> ShbRelease:
     if rr == state.reported_released and rd == state.reported_delivered:
         return state
     return attrs.evolve(state, reported_released=rr, reported_delivered=rd)
+
+
+@final
+class AckMode(enum.Enum):
+    """Who keeps a subscriber's CT [DUR §2, §5.2] (``spec/durable.md``).
+
+    * ``SUBSCRIBER`` (the default): the subscriber stores its CT in its own transaction and
+      presents it when it reconnects; the SHB keeps only ``released(s, p)``;
+    * ``SHB``: the SHB keeps CT(s) in its database, committed per acknowledgement (batched per
+      flush by the storage adapter), and resumes the subscriber from it.
+    """
+
+    SUBSCRIBER = "subscriber"
+    SHB = "shb"
+
+
+def shb_resume_point(
+    state: ShbRelease, sub: str, mode: AckMode, presented: int | None
+) -> tuple[int | None, tuple[Rejected, ...]]:
+    """Where delivery of this pubend resumes for reconnecting ``sub`` [DUR §2, §4.1]: the
+    CT it presented (mode ``SUBSCRIBER``; it may be older than ``released(s, p)``, and then
+    the subscriber may get gaps for what it already acknowledged), or the CT the SHB kept,
+    which is ``released(s, p)`` (mode ``SHB``; a presented CT is ignored). An unknown
+    subscriber, or no CT presented in mode ``SUBSCRIBER``, is rejected (network input)."""
+    rec = state.records.get(sub)
+    if rec is None:
+        why = f"reconnect at {state.shb!r}: unknown subscriber"
+        return None, (Rejected(reason=why, input=(sub, presented)),)
+    if mode is AckMode.SHB:
+        return rec.released, ()
+    if type(presented) is not int or presented < NONE:
+        why = f"reconnect at {state.shb!r}: CT {presented!r}; allowed: an int >= {NONE}"
+        return None, (Rejected(reason=why, input=(sub, presented)),)
+    return presented, ()
 
 
 # ------------------------------------------------------------------------------ a node

@@ -389,3 +389,20 @@ def test_planted_bugs_are_caught(
         run_state_machine_as_test(machine, settings=NO_SHRINK)
     if target == "judge":
         assert caught_by in str(info.value)
+
+
+def test_ack_modes_resume_points() -> None:
+    """[DUR §2, §5.2]: the subscriber's CT (possibly older) or the one the SHB kept."""
+    b = rl.ShbRelease(shb="b", pubend="p")
+    b, _ = rl.shb_join(b, "s")
+    b = rl.shb_delivered(b, 9)
+    b, _ = rl.shb_acknowledge(b, "s", 6)
+    assert rl.shb_resume_point(b, "s", rl.AckMode.SUBSCRIBER, 3) == (3, ())
+    assert rl.shb_resume_point(b, "s", rl.AckMode.SHB, 3) == (6, ())
+    assert rl.shb_resume_point(b, "s", rl.AckMode.SHB, None) == (6, ())
+    got, eff = rl.shb_resume_point(b, "s", rl.AckMode.SUBSCRIBER, None)
+    assert got is None
+    assert "allowed" in eff[0].reason
+    got, eff = rl.shb_resume_point(b, "zz", rl.AckMode.SHB, None)
+    assert got is None
+    assert "unknown subscriber" in eff[0].reason
