@@ -10,8 +10,9 @@ is the highest CT it acknowledged; what it should be delivered is the events of 
 match its filter (``CheckContext.matches``).
 
 * ``release_horizon`` -- Tr(p) <= Td(p) at every node: every report has ``released <=
-  delivered``, and at each L step the pubend's ``Tr <= Td``, each at or below the minima its
-  SHBs reported [DUR §3].
+  delivered``; an intermediate node's report is at or below the minima of the SHBs below it
+  (when the context gives the topology: ``cell_of``, ``cell_tree``); and at each L step the
+  pubend's ``Tr <= Td``, each at or below the minima its SHBs reported [DUR §3].
 * ``release_rule`` -- at each L step, no tick above Td(p) becomes L; a tick above Tr(p) only if
   ``T(p) - t > maxRetain(p)``; and none above what a subscribed subscriber acknowledged unless
   early release allowed it [DUR §3].
@@ -242,6 +243,22 @@ class DurableRelease(Plugin):
                 r,
                 pubend=d.pubend,
                 tick=d.released,
+            )
+        if self.ctx.roles.get(d.node) == "shb":
+            return False
+        # an intermediate node: its pair is at most the minima of the SHBs below it [DUR §3]
+        below = self.ledger.shbs_below(self.ctx.cell_of.get(d.node, d.node))
+        if not below:
+            return False
+        tr, td = self.facts.minima(d.pubend, below)
+        if d.released > tr or d.delivered > td:
+            return self.report.fail(
+                HORIZON,
+                d.node,
+                f"node reported ({d.released}, {d.delivered}); the SHBs below it "
+                f"{list(below)} reported at most ({tr}, {td})",
+                r,
+                pubend=d.pubend,
             )
         return False
 

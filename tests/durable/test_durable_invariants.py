@@ -180,6 +180,26 @@ def test_horizon_pubend_claims_more_than_its_shbs() -> None:
     _caught(t, "release_horizon", "reported at most Tr=0")
 
 
+def test_horizon_node_reports_above_its_shbs() -> None:
+    import attrs
+
+    ctx = attrs.evolve(
+        CTX,
+        cell_of={"b0": "c0", "b1": "c1", "n": "cn"},
+        cell_tree=(("cn", "c0"), ("cn", "c1")),
+        roles={**CTX.roles, "n": "ib"},
+    )
+    t = Trace().report("b0", 3, 5).report("b1", 2, 4).report("n", 2, 4)
+    assert check_trace(ctx, t.records, live_end=False, plugins=PLUGINS) is None
+    t.report("n", 3, 4)  # released 3 > min(3, 2)
+    v = check_trace(ctx, t.records, live_end=False, plugins=PLUGINS)
+    assert v is not None
+    assert v.invariant == "release_horizon"
+    assert "SHBs below it" in v.message
+    others = tuple(n for n in INVARIANTS if n != "release_horizon")
+    assert check_trace(ctx, t.records, others, live_end=False, plugins=PLUGINS) is None
+
+
 # -- release_rule ------------------------------------------------------------------------
 
 

@@ -38,8 +38,8 @@ NODE = "n"
 
 CTX = CheckContext(
     subscriptions=(),
-    cell_of={},
-    cell_tree=(),
+    cell_of={"b0": "c0", "b1": "c1", NODE: "cn"},
+    cell_tree=(("cn", "c0"), ("cn", "c1")),
     pubend_host={"p": "phb"},
     merged=(),
     roles={"b0": "shb", "b1": "shb", NODE: "ib", "phb": "phb"},
