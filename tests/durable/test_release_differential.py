@@ -370,20 +370,31 @@ def _released_without_ld(self: rl.ShbRelease) -> int:
     return min(active) if active else self.latest_delivered
 
 
+def _node_max(self: rl.NodeRelease) -> int:
+    """A planted bug: a node takes the maximum over its children, not the minimum [DUR §3]."""
+    return max(r for r, _d in self.children.values())
+
+
 @pytest.mark.parametrize(
     ("target", "name", "bug", "caught_by"),
     [
         ("machine", "l_bound", _l_bound_above_td, "release_is_safe"),
         ("judge", "l_bound", _l_bound_above_td, "release_rule violated"),
         ("judge", "released", _released_without_ld, "release_horizon violated"),
+        ("judge", "node_released", _node_max, "release_horizon violated"),
     ],
 )
 def test_planted_bugs_are_caught(
     target: str, name: str, bug: object, caught_by: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Non-vacuity: the machine's own checks, and the trace invariants alone, catch a planted
-    bug in the core (L above Td; released(p) without latestDelivered)."""
-    monkeypatch.setattr(rl.ShbRelease if name == "released" else rl, name, bug)
+    bug in the core (L above Td; released(p) without latestDelivered; a node's max)."""
+    if name == "released":
+        monkeypatch.setattr(rl.ShbRelease, "released", bug)
+    elif name == "node_released":
+        monkeypatch.setattr(rl.NodeRelease, "released", bug)
+    else:
+        monkeypatch.setattr(rl, name, bug)
     machine = ReleaseMachine if target == "machine" else JudgedOnly
     with pytest.raises(AssertionError) as info:
         run_state_machine_as_test(machine, settings=NO_SHRINK)
