@@ -29,6 +29,7 @@ match its filter (``CheckContext.matches``).
 
 from __future__ import annotations
 
+from collections.abc import Callable, Mapping
 from typing import ClassVar, final
 
 from gapless.impl.durable.messages import EventMessage, GapMessage, SilenceMessage
@@ -59,8 +60,24 @@ class DurableRelease(Plugin):
         self.last: dict[tuple[str, str], TraceRecord] = {}  # a subscriber's last message
         self.connects: dict[str, TraceRecord] = {}
 
+    def judges(self) -> Mapping[str, Callable[[TraceRecord], bool]]:
+        """One method per ``dur_*`` record kind (a table; a test checks it is complete)."""
+        return {
+            "dur_event": self._on_event,
+            "dur_join": self._on_join,
+            "dur_leave": self._on_leave,
+            "dur_connect": self._on_connect,
+            "dur_disconnect": self._on_disconnect,
+            "dur_switchover": self._on_switchover,
+            "dur_message": self._on_message,
+            "dur_ack": self._on_ack,
+            "dur_report": self._on_report,
+            "dur_release": self._on_release,
+            "dur_crash": self._on_crash,
+        }
+
     def observe(self, r: TraceRecord) -> bool:
-        return bool(getattr(self, "_on_" + r.kind[4:])(r))
+        return self.judges()[r.kind](r)
 
     # ------------------------------------------------------------------ subscribers
 

@@ -338,3 +338,11 @@ def test_uncovered() -> None:
     assert uncovered(6, 9, rs) is None
     assert uncovered(7, 7, []) == 7
     assert uncovered(8, 7, []) is None
+
+
+def test_every_record_kind_is_judged() -> None:
+    from gapless.impl.durable.records import DURABLE_RECORDS
+    from gapless.invariants.plugin import Ledger, Report
+
+    plugin = PLUGINS[0](Ledger(CTX), Report(dict.fromkeys(INVARIANTS, True)))
+    assert set(plugin.judges()) == set(DURABLE_RECORDS) == set(plugin.kinds)
