@@ -125,7 +125,17 @@ class ReleaseReport:
 @final
 @attrs.frozen(kw_only=True)
 class ShbRelease:
-    """The release state of SHB ``shb`` for pubend ``pubend`` [DUR §4.1] (see module doc)."""
+    """The release state of SHB ``shb`` for pubend ``pubend`` [DUR §4.1] (see module doc).
+
+    >>> b, start = shb_join(ShbRelease(shb="b1", pubend="p1"), "s1")
+    >>> b = shb_delivered(b, 106)
+    >>> b, _ = shb_acknowledge(b, "s1", 100)
+    >>> start, b.released(), b.latest_delivered
+    (-1, 100, 106)
+    >>> b, rep = shb_send_report(b)
+    >>> (rep.released, rep.delivered)
+    (100, 106)
+    """
 
     shb: str
     pubend: str
@@ -368,7 +378,11 @@ class PubendRelease:
 def l_bound(tr: int, td: int, clock: int, max_retain: int | None) -> int:
     """The highest tick the L rule allows: ``t <= Tr``, or ``t <= Td`` and ``T - t >
     maxRetain`` [DUR §3]. Both conditions hold on a prefix of ticks, so the allowed set is
-    ``[0, l_bound]`` (empty when ``l_bound == NONE``)."""
+    ``[0, l_bound]`` (empty when ``l_bound == NONE``).
+
+    >>> l_bound(tr=4, td=9, clock=20, max_retain=None), l_bound(tr=4, td=9, clock=20, max_retain=12)
+    (4, 7)
+    """
     bound = tr
     if max_retain is not None:
         bound = max(bound, min(td, clock - max_retain - 1))
