@@ -1,7 +1,9 @@
 """``gapless prove [--json] [--variant NAME]``: prove the lattice laws, answer the facts.
 
 Prints one row per obligation (name, kind, status, seconds, witness). Exit code 1 only if a
-*law* is refuted or unknown (a refuted *fact* is an answer, not a failure); 2 if the
+*law* or an *inductive* invariant (the release protocol's, [DUR §3]) is not proved, or a
+*twin* (the same step with a planted bug) is not refuted (a refuted *fact* is an answer, not a
+failure); 2 if the
 ``prove`` extra (z3-solver) is missing or the variant is unknown. ``--variant`` runs the same
 laws against a deliberately broken algebra (non-vacuity: it must exit 1).
 """
@@ -44,7 +46,7 @@ def _print_table(outcomes: list[Any], title: str) -> None:
     table.add_column("witness")
     for o in outcomes:
         style = _STATUS_STYLE[o.status]
-        if o.kind == "fact" and o.status == "refuted":
+        if o.kind in ("fact", "twin") and o.status == "refuted":
             style = "cyan"  # an answer, not a failure
         table.add_row(
             o.obligation,
@@ -79,15 +81,27 @@ def prove(as_json: bool, variant: str) -> None:
     else:
         laws = [o for o in outcomes if o.kind == "law"]
         proved = sum(o.status == "proved" for o in laws)
+        facts = sum(o.kind == "fact" for o in outcomes)
+        steps = [o for o in outcomes if o.kind == "inductive"]
+        twins = [o for o in outcomes if o.kind == "twin"]
         total = sum(o.seconds for o in outcomes)
         _print_table(outcomes, f"gapless prove ({algebra.name})")
+        release = ""
+        if steps:
+            release = (
+                f"{sum(o.status == 'proved' for o in steps)}/{len(steps)} release steps proved "
+                f"inductive, {sum(o.status == 'refuted' for o in twins)}/{len(twins)} twins "
+                "refuted, "
+            )
         click.echo(
-            f"{proved}/{len(laws)} laws proved, {len(outcomes) - len(laws)} facts answered, "
+            f"{proved}/{len(laws)} laws proved, {facts} facts answered, {release}"
             f"{total:.2f} s in Z3"
         )
-    failed = [o for o in outcomes if o.kind == "law" and o.status != "proved"]
+    # a law or an inductive invariant must be proved; a twin (a planted bug) must be refuted
+    want = {"law": "proved", "inductive": "proved", "twin": "refuted"}
+    failed = [o for o in outcomes if o.kind in want and o.status != want[o.kind]]
     if failed:
         if not as_json:
             names = ", ".join(o.obligation for o in failed)
-            click.echo(f"gapless prove: laws not proved: {names}", err=True)
+            click.echo(f"gapless prove: not as required: {names}", err=True)
         sys.exit(1)

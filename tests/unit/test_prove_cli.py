@@ -20,7 +20,7 @@ def test_json_shape_and_exit_0() -> None:
     assert len(rows) >= 30
     for row in rows:
         assert set(row) == {"obligation", "kind", "status", "seconds", "witness"}
-        assert row["kind"] in ("law", "fact")
+        assert row["kind"] in ("law", "fact", "inductive", "twin")
         assert row["status"] in ("proved", "refuted", "unknown")
         assert isinstance(row["seconds"], float)
         assert row["seconds"] >= 0
