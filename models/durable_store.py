@@ -470,7 +470,8 @@ class LogStore:
             self.order.tables.put(p)
 
     def _append(self, e: PfsAppend) -> None:
-        if not set(e.pubend) <= _SAFE:
+        seg = self.segments.get(e.pubend)
+        if seg is None and not set(e.pubend) <= _SAFE:
             raise StorageOrderError(f"pubend {e.pubend!r}: only letters, digits, '_' and '.'")
         seg = self.segments.setdefault(e.pubend, _Segments(bases=[], in_last=0, next_index=0))
         if e.index != seg.next_index:
@@ -715,10 +716,14 @@ class StorageDriver:
 
     def ack(self, subscriber: int, pubend: str, timestamp: int) -> None:
         """``subscriber`` acknowledged ``pubend`` up to ``timestamp`` (durable at the next
-        sync point; an ack never goes past what was delivered)."""
+        sync point; an ack never goes past what was delivered, and released(s, p) never
+        goes back: a checkpoint token only advances [DUR §2], and recovery takes every tick
+        at or below the durable released(p) as L)."""
         pfs = self.pfs.get(pubend)
         top = pfs.last_timestamp if pfs is not None else -1
-        self._acks[(subscriber, pubend)] = min(timestamp, top)
+        key = (subscriber, pubend)
+        before = max(self._acks.get(key, -1), self.durable_released.get(key, -1))
+        self._acks[key] = max(before, min(timestamp, top))
 
     def sync_point(self) -> None:
         effects: list[StorageEffect] = []

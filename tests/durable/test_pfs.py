@@ -182,6 +182,6 @@ def test_a_wrong_back_pointer_is_caught_by_the_reference() -> None:
         ref.write(t, subs)
     good = _read(impl, 1, -1, 10, None)
     assert good == ref.read(1, after=-1, upto=10)
-    rec = impl.records[3]
+    rec = impl.record(3)
     broken = attrs.evolve(impl, records=impl.records.set(3, attrs.evolve(rec, entries=((1, 1),))))
     assert _read(broken, 1, -1, 10, None) != ref.read(1, after=-1, upto=10)
