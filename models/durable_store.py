@@ -698,7 +698,8 @@ class StorageDriver:
     """Drives a store the way an SHB's constream does [DUR §4.1, §4.2], for the tests, the
     crash child and the benchmark: :meth:`deliver` hands the PFS each delivered timestamp,
     :meth:`sync_point` syncs every PFS and then flushes ``latestDelivered`` with the buffered
-    acknowledgements, :meth:`ack` buffers ``released(s, p)``, :meth:`chop` discards what the
+    acknowledgements, :meth:`ack` buffers ``released(s, p)``, :meth:`checkpoint` a ``CT(s, p)``
+    the SHB keeps (:meth:`flush` commits those alone), :meth:`chop` discards what the
     durable release point allows. ``durable_latest`` and ``durable_released`` are what the
     store has acknowledged as durable (they grow only when ``apply`` returned)."""
 
@@ -707,7 +708,9 @@ class StorageDriver:
         self.pfs = dict(recovered.pfs)
         self.durable_latest = dict(recovered.tables.latest)
         self.durable_released = dict(recovered.tables.released)
+        self.durable_checkpoints = dict(recovered.tables.checkpoints)
         self._acks: dict[tuple[int, str], int] = {}
+        self._cts: dict[tuple[int, str], int] = {}
 
     def deliver(self, pubend: str, timestamp: int, subscribers: Iterable[int]) -> None:
         pfs = self.pfs.get(pubend) or PfsStream.empty(pubend)
@@ -725,6 +728,23 @@ class StorageDriver:
         before = max(self._acks.get(key, -1), self.durable_released.get(key, -1))
         self._acks[key] = max(before, min(timestamp, top))
 
+    def checkpoint(self, subscriber: int, pubend: str, timestamp: int) -> None:
+        """The SHB keeps ``CT(subscriber, pubend)`` (the second acknowledgement mode [DUR
+        §5.2]): buffered, committed with the others at the next :meth:`flush` or sync point."""
+        self._cts[(subscriber, pubend)] = timestamp
+
+    def _checkpoint_puts(self) -> list[StorageEffect]:
+        return [
+            PutCheckpoint(subscriber=s, pubend=p, timestamp=t)
+            for (s, p), t in sorted(self._cts.items())
+        ]
+
+    def flush(self) -> None:
+        """Commit the buffered checkpoint tokens in one transaction [DUR §5.2]."""
+        self.store.apply([*self._checkpoint_puts(), Flush()])
+        self.durable_checkpoints.update(self._cts)
+        self._cts.clear()
+
     def sync_point(self) -> None:
         effects: list[StorageEffect] = []
         latest: dict[str, int] = {}
@@ -737,11 +757,14 @@ class StorageDriver:
         effects.extend(
             PutReleased(subscriber=s, pubend=p, timestamp=t) for (s, p), t in acks.items()
         )
+        effects.extend(self._checkpoint_puts())
         effects.append(Flush())
         self.store.apply(effects)
         self._acks.clear()
         self.durable_latest.update(latest)
         self.durable_released.update(acks)
+        self.durable_checkpoints.update(self._cts)
+        self._cts.clear()
 
     def released_p(self, pubend: str) -> int:
         lows = [t for (_s, p), t in self.durable_released.items() if p == pubend]

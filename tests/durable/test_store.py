@@ -52,6 +52,10 @@ OPS = st.lists(
             st.just("ack"), st.sampled_from(SUBS), st.sampled_from(PUBENDS), st.integers(0, 6)
         ),
         st.tuples(st.just("chop"), st.sampled_from(PUBENDS)),
+        st.tuples(
+            st.just("ct"), st.sampled_from(SUBS), st.sampled_from(PUBENDS), st.integers(0, 9)
+        ),
+        st.tuples(st.just("flush")),
         st.tuples(st.just("restart")),
     ),
     max_size=40,
@@ -69,6 +73,7 @@ def observe(rec: Recovered) -> dict[str, object]:
     return {
         "latest": rec.tables.latest,
         "released": rec.tables.released,
+        "checkpoints": rec.tables.checkpoints,
         "reads": reads,
         "next": nexts,
     }
@@ -107,12 +112,20 @@ def run_ops(ops: list[tuple], drivers: list[StorageDriver]) -> list[list[dict[st
         elif op[0] == "chop":
             for d in drivers:
                 d.chop(op[1])
+        elif op[0] == "ct":
+            for d in drivers:
+                d.checkpoint(op[1], op[2], op[3])
+        elif op[0] == "flush":
+            for d in drivers:
+                d.flush()
         else:
             base = drivers[0]
             latest = {p: base.durable_latest.get(p, -1) for p in PUBENDS}
             released = {p: base.released_p(p) for p in PUBENDS}
             for k, d in enumerate(drivers):
                 store, rec = d.store.restart()
+                assert rec.tables.checkpoints == d.durable_checkpoints  # CT(s): what was flushed
+                assert rec.tables.latest == d.durable_latest
                 drivers[k] = StorageDriver(store, rec)
                 seen[k].append(observe(rec))
                 for p, pfs in rec.pfs.items():  # the reference after the same crash
