@@ -487,7 +487,11 @@ class LogStore:
             seg.bases.append(e.index)
             seg.in_last = 0
         name = _segment_name(e.pubend, seg.bases[-1])
-        self.disk.append(name, frame(encode_record(e.record)))
+        try:
+            self.disk.append(name, frame(encode_record(e.record)))
+        except OSError as exc:  # a short or failed write leaves the tail unknown: fatal
+            self.order.failed = f"write to {name} failed: {exc}"
+            raise FatalStorageError(f"{self.order.failed}; fatal, never retried") from exc
         seg.dirty.add(name)
         seg.in_last += 1
         seg.next_index += 1

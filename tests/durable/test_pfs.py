@@ -185,3 +185,31 @@ def test_a_wrong_back_pointer_is_caught_by_the_reference() -> None:
     rec = impl.record(3)
     broken = attrs.evolve(impl, records=impl.records.set(3, attrs.evolve(rec, entries=((1, 1),))))
     assert _read(broken, 1, -1, 10, None) != ref.read(1, after=-1, upto=10)
+
+
+class _Counting(list):  # type: ignore[type-arg]
+    """A record list that counts the records a read looks at."""
+
+    looked = 0
+
+    def __getitem__(self, i):  # type: ignore[no-untyped-def]
+        _Counting.looked += 1
+        return super().__getitem__(i)
+
+
+def test_a_batch_read_follows_only_the_subscribers_records() -> None:
+    """The point of back-pointers [DUR §4.2]: a read costs what the subscriber matched, not
+    what the pubend logged. 10,000 records, subscriber 7 in every 1,000th: a read of it
+    looks at its 10 records (and the one below the range that stops the walk), no more."""
+    pfs = PfsStream.empty("P0")
+    for t in range(1, 10_001):
+        pfs, _ = pfs.write(t, (7, 1) if t % 1000 == 0 else (1,))
+    counted = attrs.evolve(pfs, records=_Counting(pfs.records))
+    _Counting.looked = 0
+    r = counted.read(7, after=0, upto=10_000)
+    assert r.q == tuple(range(1000, 10_001, 1000))
+    assert _Counting.looked == 10
+    _Counting.looked = 0
+    r = counted.read(7, after=4500, upto=10_000)
+    assert r.q == tuple(range(5000, 10_001, 1000))
+    assert _Counting.looked == 7  # 6 in range, then the record at 4000 ends the walk

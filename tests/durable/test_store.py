@@ -22,6 +22,7 @@ from gapless.impl.durable.storage import (
     PfsAppend,
     PfsChop,
     PfsRecord,
+    PfsSync,
     PutLatestDelivered,
     StorageOrderError,
 )
@@ -237,13 +238,20 @@ def test_records_above_latest_delivered_are_dropped(tmp_path) -> None:
     assert rec.notes == ()
 
 
-def test_order_mistakes_are_refused() -> None:
-    mem = MemoryStore()
+@pytest.mark.parametrize("kind", ["memory", "log"])
+def test_order_mistakes_are_refused(kind: str) -> None:
+    mem: MemoryStore | LogStore = (
+        MemoryStore() if kind == "memory" else LogStore.open_on(SimDisk(), SimMeta())[0]
+    )
     rec = PfsRecord(timestamp=5, entries=((1, -1),))
     mem.apply([PfsAppend(pubend="P0", index=0, record=rec)])
     with pytest.raises(StorageOrderError, match="not synced"):
         mem.apply([PutLatestDelivered(pubend="P0", timestamp=5), Flush()])
     with pytest.raises(StorageOrderError, match="durable released"):
+        mem.apply([PfsChop(pubend="P0", first_index=1, released=5)])
+    mem.apply([PfsSync(pubend="P0", upto_index=0), PutLatestDelivered(pubend="P0", timestamp=5)])
+    mem.apply([Flush()])  # now in order: released(p) = latestDelivered(p) = 5 is durable
+    with pytest.raises(StorageOrderError, match="before the metadata"):
         mem.apply([PfsChop(pubend="P0", first_index=1, released=5)])
     sim, _ = LogStore.open_on(SimDisk(), SimMeta())
     with pytest.raises(StorageOrderError, match="expected 0"):
@@ -282,3 +290,16 @@ def test_a_new_pfs_stream_per_pubend_after_restart() -> None:
     assert rec.pfs["P1"] == PfsStream.from_log(
         "P1", [], first_index=0, last_timestamp=3, chopped_through=3
     )
+
+
+def test_a_failed_write_is_fatal_too() -> None:
+    class FullDisk(SimDisk):
+        def append(self, name: str, data: bytes) -> None:
+            raise OSError(28, "No space left on device")
+
+    store, rec = LogStore.open_on(FullDisk(), SimMeta())
+    d = StorageDriver(store, rec)
+    with pytest.raises(FatalStorageError, match="No space left"):
+        d.deliver("P0", 1, (1,))
+    with pytest.raises(FatalStorageError, match="failed earlier"):
+        d.sync_point()
