@@ -29,6 +29,11 @@ storage killed with SIGKILL under load [issue 13 §4, §6].
    written, framing included) against ``paper_record_bytes_per_event`` = 8 + 16 n with the
    mean n; the file system type; the fsync counts.
 
+   ``pfs_write_us_100`` / ``pfs_write_us_10000``: CPU µs of one PFS write (the pure
+   :meth:`~gapless.impl.durable.pfs.PfsStream.write`) with 25 matching subscribers when the
+   SHB hosts 100 or 10,000, and their ratio ``pfs_write_cost_ratio_10000`` (informational:
+   the PFS's share of the issue's ``constream_cost_ratio_10000``, which needs the SHB roles).
+
 2. **Process crash, for real** (``kills``, default 100): a child process runs the storage of
    an SHB with 4 pubends and 20 subscribers under load (``python -m
    gapless.benchmarks.durable child ROOT``) and is killed with SIGKILL at a random moment.
@@ -60,6 +65,7 @@ import zlib
 from typing import Any, Final
 
 from gapless.benchmarks._targets import target
+from gapless.impl.durable.pfs import PfsStream
 from gapless.models.durable_disk import RealDisk
 from gapless.models.durable_store import (
     LogStore,
@@ -223,6 +229,25 @@ def microbenchmark(seconds: int = 100, seed: int = 13) -> dict[str, Any]:
         "pfs_fsyncs": pfs["syncs"],
         "log_fsyncs": log["syncs"],
     }
+
+
+def pfs_write_cost(hosted: int, *, matching: int = MATCHING, writes: int = 4000) -> float:
+    """CPU µs of one :meth:`PfsStream.write` (best of 3) when the SHB hosts ``hosted``
+    subscribers, every one with a record already, and each event matches ``matching``."""
+    rng = random.Random(hosted)
+    pfs, t = PfsStream.empty("P0"), 0
+    for first in range(0, hosted, matching):
+        t += 1
+        pfs, _ = pfs.write(t, range(first, min(first + matching, hosted)))
+    events = [(t + i + 1, rng.sample(range(hosted), matching)) for i in range(writes)]
+    best = float("inf")
+    for _ in range(3):
+        p = pfs
+        c0 = time.process_time()
+        for ts, subs in events:
+            p, _ = p.write(ts, subs)
+        best = min(best, time.process_time() - c0)
+    return round(best / writes * 1e6, 2)
 
 
 # ---- process crash: the child, and the parent that kills it -----------------------------
@@ -420,6 +445,11 @@ def run(**given: str) -> dict[str, Any]:
     except ValueError:
         raise ValueError(f"seconds, kills and seed are integers; got {given}") from None
     result = microbenchmark(seconds, seed)
+    result["pfs_write_us_100"] = pfs_write_cost(100)
+    result["pfs_write_us_10000"] = pfs_write_cost(10_000)
+    result["pfs_write_cost_ratio_10000"] = round(
+        result["pfs_write_us_10000"] / result["pfs_write_us_100"], 2
+    )
     result.update(crash_campaign(kills, seed))
     result["targets"] = {
         "pfs_bytes_ratio": target(result["pfs_bytes_ratio"], 20, at_least=True),

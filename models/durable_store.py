@@ -599,7 +599,7 @@ def _recover_pubend(
             first_index=first,
             next_index=index,
             last_timestamp=latest,
-            last_index=tuple(sorted(kept.last_index.items())),
+            last_index=kept.last_indices(),
         )
         meta.commit([meta_put])  # the tables stop claiming the dropped records first
         tables.put(meta_put)

@@ -12,7 +12,9 @@ event it missed [DUR §4.2]. One :class:`PfsStream` is one pubend's *log stream*
   of that subscriber's previous record (a back-pointer, Figure 2). A timestamp nobody matched
   writes nothing, it only advances ``last_timestamp``. The PFS is *precise*: only a matching
   timestamp is ever Q for a subscriber.
-* **metadata** — ``last_index[s]`` (``lastIndex(s)``: the subscriber's latest record) and
+* **metadata** — ``last_index[s]`` (``lastIndex(s)``: the subscriber's latest record, a
+  persistent vector indexed by subscriber number: updating it for the matching subscribers
+  costs what they number, nearly independent of how many subscribers the SHB hosts) and
   ``last_timestamp`` (``lastTimestamp``: everything up to it has been written; the paper
   defines it as the latest Q tick written, and a silence the constream delivers advances it
   too, so that a reader knows those ticks are S).
@@ -71,13 +73,23 @@ from gapless.impl.durable.storage import (
     SubscriberId,
 )
 from gapless.impl.errors import InvalidRange, InvalidTick, ProtocolMisuse
-from gapless.impl.fmap import FMap
 
-__all__ = ["PfsRead", "PfsStream", "decode_record", "encode_record", "record_size"]
+__all__ = [
+    "MAX_SUBSCRIBERS",
+    "PfsRead",
+    "PfsStream",
+    "decode_record",
+    "encode_record",
+    "record_size",
+]
+
+MAX_SUBSCRIBERS: Final = 1 << 24
+"""Subscriber numbers are ``0 <= s < MAX_SUBSCRIBERS``: an SHB numbers its durable
+subscribers densely, and ``lastIndex`` is a vector indexed by that number."""
 
 _TS: Final = struct.Struct("<q")
 _ENTRY: Final = struct.Struct("<qq")
-_EMPTY_INDEX: FMap[SubscriberId, int] = FMap()
+_EMPTY_INDEX: PVector[int] = pvector()
 _EMPTY_RECORDS: PVector[PfsRecord] = pvector()
 
 Effects = tuple[StorageEffect, ...]
@@ -107,6 +119,11 @@ def decode_record(data: bytes) -> PfsRecord:
     (timestamp,) = _TS.unpack_from(data)
     entries = tuple(_ENTRY.iter_unpack(data[_TS.size :]))
     return PfsRecord(timestamp=timestamp, entries=entries)
+
+
+def _pairs(lasts: PVector[int]) -> tuple[tuple[SubscriberId, int], ...]:
+    """``(subscriber, lastIndex(subscriber))`` for every subscriber with a record."""
+    return tuple((s, i) for s, i in enumerate(lasts) if i != NO_INDEX)
 
 
 def _previous(record: PfsRecord, subscriber: SubscriberId) -> int:
@@ -144,11 +161,11 @@ class PfsStream:
     next_index: int = 0
     last_timestamp: int = -1
     chopped_through: int = -1
-    last_index: FMap[SubscriberId, int] = _EMPTY_INDEX
+    last_index: PVector[int] = _EMPTY_INDEX
     records: PVector[PfsRecord] = _EMPTY_RECORDS
     synced_index: int = 0
     synced_timestamp: int = -1
-    synced_last_index: FMap[SubscriberId, int] = _EMPTY_INDEX
+    synced_last_index: PVector[int] = _EMPTY_INDEX
 
     @classmethod
     def empty(cls, pubend: str) -> PfsStream:
@@ -183,7 +200,8 @@ class PfsStream:
             for s, _prev in record.entries:
                 last[s] = index
             expect += 1
-        lasts = FMap(last)
+        top = max(last, default=-1)
+        lasts = pvector([last.get(s, NO_INDEX) for s in range(top + 1)])
         return cls(
             pubend=pubend,
             first_index=first_index,
@@ -196,6 +214,10 @@ class PfsStream:
             synced_timestamp=last_timestamp,
             synced_last_index=lasts,
         )
+
+    def last_indices(self) -> tuple[tuple[SubscriberId, int], ...]:
+        """``lastIndex(s)`` of every subscriber with a record, by subscriber."""
+        return _pairs(self.last_index)
 
     def record(self, index: int) -> PfsRecord:
         """The live record at ``index``."""
@@ -219,17 +241,21 @@ class PfsStream:
         matched = sorted(set(subscribers))
         if not matched:
             return attrs.evolve(self, last_timestamp=timestamp), ()
-        if matched[0] < 0:
-            raise ProtocolMisuse(f"PfsStream.write: subscriber id {matched[0]} is negative")
+        if matched[0] < 0 or matched[-1] >= MAX_SUBSCRIBERS:
+            raise ProtocolMisuse(
+                f"PfsStream.write: subscriber numbers {matched[0]}..{matched[-1]}; allowed "
+                f"0 <= s < {MAX_SUBSCRIBERS}"
+            )
         index = self.next_index
-        get = self.last_index.get
-        record = PfsRecord(
-            timestamp=timestamp,
-            entries=tuple(zip(matched, [get(s, NO_INDEX) for s in matched], strict=True)),
-        )
-        # lastIndex(s) as an immutable dict: one copy per record costs less than a pmap
-        # update per matching subscriber (25 per event in §5.1.2) for up to thousands of them
-        lasts = FMap({**self.last_index, **dict.fromkeys(matched, index)})
+        grow = matched[-1] + 1 - len(self.last_index)
+        ev = self.last_index.evolver()
+        if grow > 0:
+            ev.extend([NO_INDEX] * grow)
+        prevs = [ev[s] for s in matched]
+        for s in matched:
+            ev[s] = index
+        lasts = ev.persistent()
+        record = PfsRecord(timestamp=timestamp, entries=tuple(zip(matched, prevs, strict=True)))
         new = PfsStream(
             pubend=self.pubend,
             first_index=self.first_index,
@@ -250,7 +276,7 @@ class PfsStream:
             first_index=first_index,
             next_index=self.synced_index,
             last_timestamp=self.synced_timestamp,
-            last_index=tuple(sorted(self.synced_last_index.items())),
+            last_index=_pairs(self.synced_last_index),
         )
 
     def sync(self) -> tuple[PfsStream, Effects]:
@@ -305,7 +331,8 @@ class PfsStream:
         lost = min(upto, self.chopped_through) if self.chopped_through > after else after
         hi = max(lost, min(upto, self.last_timestamp))
         found: list[int] = []
-        index = self.last_index.get(subscriber, NO_INDEX)
+        lasts = self.last_index
+        index = lasts[subscriber] if 0 <= subscriber < len(lasts) else NO_INDEX
         while index >= self.first_index:
             record = self.records[index - self.first_index]
             if record.timestamp <= lost:

@@ -156,7 +156,7 @@ def test_pfs_caller_mistakes_are_typed() -> None:
     pfs = PfsStream.empty("P0")
     with pytest.raises(InvalidTick):
         pfs.write(-1, (1,))
-    with pytest.raises(ProtocolMisuse, match="negative"):
+    with pytest.raises(ProtocolMisuse, match="subscriber numbers"):
         pfs.write(1, (-3,))
     with pytest.raises(InvalidRange):
         pfs.read(1, after=5, upto=4)

@@ -24,6 +24,8 @@ def test_bench_durable_tiny_run() -> None:
     assert out["paper_record_bytes_per_event"] == 408.0
     assert out["log_wchar"] == 800 * 25 * (8 + 418)  # every copy, framed
     assert out["crash_kills"] == 1
+    assert out["pfs_write_us_10000"] > 0
+    assert out["pfs_write_cost_ratio_10000"] > 0
     assert out["python_ns_per_iteration"] > 0
     assert set(out["targets"]) == {
         "pfs_bytes_ratio",
