@@ -45,11 +45,18 @@ class Disk(Protocol):
 
 
 class RealDisk:
-    """Files in the directory ``root`` (created if missing), appended with ``os.write`` on
+    """Files in the directory ``root`` (created if missing, its parent then fsynced),
+    appended with ``os.write`` on
     descriptors kept open, made durable with ``os.fsync`` (the directory too)."""
 
     def __init__(self, root: str) -> None:
-        os.makedirs(root, exist_ok=True)
+        if not os.path.isdir(root):
+            os.makedirs(root)
+            parent = os.open(os.path.dirname(os.path.abspath(root)), os.O_RDONLY)
+            try:  # the new directory's own entry, in its parent
+                os.fsync(parent)
+            finally:
+                os.close(parent)
         self.root = root
         self.bytes_written = 0
         self.syncs = 0
