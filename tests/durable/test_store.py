@@ -303,3 +303,30 @@ def test_a_failed_write_is_fatal_too() -> None:
         d.deliver("P0", 1, (1,))
     with pytest.raises(FatalStorageError, match="failed earlier"):
         d.sync_point()
+
+
+def test_a_missing_segment_refuses(tmp_path) -> None:
+    """A segment gone from the middle, or from the front while the tables still point into
+    it: recovery names the file and refuses."""
+    root = str(tmp_path)
+    store, rec = LogStore.open(root, segment_records=2)
+    d = StorageDriver(store, rec)
+    d.ack(1, "P0", 0)
+    for t in range(1, 8):
+        d.deliver("P0", t, (1,))
+    d.sync_point()
+    store.close()
+    pfs = os.path.join(root, "pfs")
+    names = sorted(os.listdir(pfs))
+    assert len(names) == 4
+    os.rename(os.path.join(pfs, names[1]), os.path.join(root, "aside"))
+    with pytest.raises(
+        CorruptLog,
+        match=r"pfs-P0-000000000004\.log: corrupt at byte offset 0: segment starts at index 4, "
+        r"expected 2",
+    ):
+        LogStore.open(root)
+    os.rename(os.path.join(root, "aside"), os.path.join(pfs, names[1]))
+    os.remove(os.path.join(pfs, names[0]))
+    with pytest.raises(CorruptLog, match="records from index 0 are missing"):
+        LogStore.open(root)
