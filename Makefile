@@ -63,3 +63,9 @@ coverage-laws: $(STAMP)
 
 clean:
 	rm -rf $(VENV) build dist *.egg-info mutants .hypothesis .mypy_cache .ruff_cache .pytest_cache
+
+# Long tiers kept out of `make test`: the SHB storage killed with SIGKILL 100 times under load
+# (tests/durable/test_crash_kill.py; `gapless bench durable` does the same and reports it).
+.PHONY: test-long
+test-long: $(STAMP)
+	GAPLESS_CRASH_KILLS=100 HYPOTHESIS_PROFILE=$${HYPOTHESIS_PROFILE:-ci} $(BIN)/pytest -q tests/durable/test_crash_kill.py

@@ -25,6 +25,7 @@ BENCHMARKS: dict[str, str] = {
     "ges": "gapless.benchmarks.ges",
     "dft": "gapless.benchmarks.dft",
     "power": "gapless.benchmarks.power",
+    "durable": "gapless.benchmarks.durable",
 }
 
 
@@ -66,7 +67,7 @@ def _parse_params(name: str, module: Any, params: tuple[str, ...]) -> dict[str, 
             raise SystemExit(2)
         given[key] = value
     if given and not getattr(module, "TAKES_PARAMS", False):
-        click.echo(f"gapless bench: {name} takes no --param (only: power)", err=True)
+        click.echo(f"gapless bench: {name} takes no --param (only: power, durable)", err=True)
         raise SystemExit(2)
     return given
 
@@ -86,7 +87,8 @@ def _parse_params(name: str, module: Any, params: tuple[str, ...]) -> dict[str, 
     "params",
     multiple=True,
     metavar="KEY=VALUE",
-    help="A parameter of benchmarks that take them (power: mutants, seed, schedules, master).",
+    help="A parameter of benchmarks that take them (power: mutants, seed, schedules, master; "
+    "durable: seconds, kills, seed).",
 )
 def bench(name: str, as_json: bool, baseline: str | None, params: tuple[str, ...]) -> None:
     """Run benchmark NAME and report its figures and targets."""
