@@ -17,6 +17,7 @@ from typing import Any, Final
 import attrs
 from pyrsistent import pmap
 
+from gapless.impl.filters import parse_filter
 from gapless.impl.ges.addressing import Hierarchy
 from gapless.impl.ges.connectivity import next_hop
 from gapless.impl.ges.policy import PAPER_POLICY
@@ -65,6 +66,13 @@ def unregister_uncounted(graph: ProfileGraph, profile: str, dest: str) -> Profil
 def deliver_any_newer(prev: int, last: int) -> bool:
     """Bug: deliver any event newer than the last one, whether its predecessor came or not."""
     return True
+
+
+def keep_matching_new_profile(profile: str, attributes: Mapping[str, Any]) -> bool:
+    """Bug: the recovery queue is built from the profile the client presents now, not the
+    one in force when each event was published: a stored event that matched the old profile
+    but not the new one is dropped (confirmed for the client) at the handoff."""
+    return parse_filter(profile).matches(attributes)
 
 
 def flood(
@@ -139,6 +147,16 @@ VARIANTS: Final[dict[str, Variant]] = {
             "predecessor: an event overtaken on another route is delivered out of order, and "
             "the one it overtook is then taken for a duplicate: confirmed, never delivered.",
             in_sequence=deliver_any_newer,
+        ),
+        _bug(
+            "recovery-from-new-profile",
+            ("roam_complete", "release_after_confirm"),
+            ("disconnect",),
+            "The recovery queue of a client that changed its profile is built from the new "
+            "profile instead of the one in force when each event was published [GES "
+            '"Epochs"]: an event it missed that matched its old profile only is never '
+            "delivered (the storage releases it as if the client had it).",
+            keeps=keep_matching_new_profile,
         ),
     )
 }
