@@ -16,6 +16,9 @@ values of it. Every function is module-level, so a policy pickles by reference.
   (:func:`gapless.impl.ges.connectivity.next_hop`: cheapest path avoiding suspected links).
 * ``unregister(graph, profile, dest)`` [GES "Profiles and the profile graph"]: the profile
   graph without one profile of ``dest`` (decrementing the per-edge reference counts).
+* ``unregister_unit(graph, profile, unit)`` [GES "Profiles and the profile graph"]: the same
+  for a node's gatekeeping graph, whose destinations are the units of its view
+  (:mod:`gapless.impl.ges.propagation`).
 * ``in_sequence(prev, last)``: an event whose predecessor for this client is ``prev`` may be
   delivered after ``last`` (the per-client chain of ``spec/ges.md``).
 * ``keeps(profile, attributes)`` [GES "Epochs"]: whether a reconnecting client that now
@@ -84,6 +87,7 @@ class GESPolicy:
     decrement: Callable[[int], int] = decrement_once
     route: RouteRule = next_hop
     unregister: Callable[[ProfileGraph, str, str], ProfileGraph] = unregister_counted
+    unregister_unit: Callable[[ProfileGraph, str, str], ProfileGraph] = unregister_counted
     in_sequence: Callable[[int, int], bool] = chained
     keeps: Callable[[str, Mapping[str, Any]], bool] = keep_every
     destinations: Callable[[ProfileGraph, Mapping[str, Any], tuple[str, ...]], tuple[str, ...]] = (

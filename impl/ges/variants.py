@@ -130,6 +130,17 @@ VARIANTS: Final[dict[str, Variant]] = {
             '"Profiles and the profile graph"]: when one client leaves a node, the node '
             "loses the edge for every other client with the same constraints.",
             unregister=unregister_uncounted,
+            unregister_unit=unregister_uncounted,
+        ),
+        _bug(
+            "gatekeeper-no-edge-refcount",
+            ("roam_complete",),
+            ("disconnect",),
+            "The gatekeepers' profile graphs (built from the propagated registrations) keep "
+            'no reference count per unit on their edges [GES "Profiles and the profile '
+            'graph"]: when one client leaves a unit, the gatekeepers stop routing toward it '
+            "the events every other client there with the same constraints wants.",
+            unregister_unit=unregister_uncounted,
         ),
         _bug(
             "flooding",

@@ -21,6 +21,7 @@ CASES = {
     "flooding": ("selective_routing", MIXED, {}),
     "skip-chain": ("release_after_confirm", MIXED, {}),
     "recovery-from-new-profile": ("release_after_confirm", MIXED, {}),
+    "gatekeeper-no-edge-refcount": ("roam_complete", ROAMS, {"workload": SAME_PROFILE}),
 }
 
 
