@@ -10,6 +10,7 @@ from collections.abc import Mapping
 from typing import Any
 
 import attrs
+import pytest
 from _runs import MIXED, run, spec
 from pyrsistent import pmap
 
@@ -21,6 +22,7 @@ from gapless.invariants.ges import GESChecker
 from gapless.models.ges_binding import make_binding
 from gapless.models.ges_topology import GES_TOPOLOGIES
 from gapless.models.run import run_context
+from gapless.models.runspec import RunSpecError
 from gapless.models.workload import generate_workload
 
 NY = 'loc == "NY"'
@@ -122,3 +124,11 @@ def test_an_event_judged_by_the_profile_in_force_at_its_epoch_not_the_latest() -
         rewritten.append(r)
     verdicts = {_judge(tuple(rewritten), n) for n in ("roam_exactly_once", "roam_complete")}
     assert verdicts - {None}
+
+
+def test_a_bad_profile_changes_value_is_refused_naming_the_key() -> None:
+    s = spec(config=(("profile_changes", "yes"),))
+    graph = GES_TOPOLOGIES["ges-small"]()
+    wl = generate_workload(s.workload, graph, duration_us=1, seed=0)
+    with pytest.raises(RunSpecError, match="profile_changes"):
+        make_binding(s, graph, wl)
