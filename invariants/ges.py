@@ -7,9 +7,14 @@ protocol's own summary :class:`~gapless.impl.ges.messages.GesWire`), deliveries,
 disconnects, faults, and writes (a write counts once its ``persisted`` record shows it
 completed) — and never a role's state. Its ledger keeps what the invariants share: the events
 the storages logged (storage, epoch -> publisher, attributes), each client's registration
-epoch per storage (the ``start`` of its first completed ``registration`` write there), what
-was delivered to whom, where each client has connected, which links and nodes are down, and
-the storages' client registrations.
+epoch per storage (the ``start`` of its first completed ``registration`` write there), the
+profile in force for it at each storage from each epoch on (every completed ``registration``
+write: its cut and the profile the client presented — a profile change takes effect at the
+cut of the handoff that brought it [GES "Epochs"]), what was delivered to whom, where each
+client has connected and with which profile, which links and nodes are down, and the
+storages' client registrations. "Its profile" below is, for an event of epoch ``e`` of
+storage ``S``, the profile of the client's last registration at ``S`` whose cut is below
+``e``: the profile in force when the event was published.
 
 Invariants (:data:`INVARIANTS`):
 
@@ -21,8 +26,9 @@ Invariants (:data:`INVARIANTS`):
 * ``roam_complete`` — at the end, every client connected then has registered at every storage
   and received every logged event after its registration epoch that matches its profile
   (liveness: judged only within the fault budget);
-* ``selective_routing`` — an event is sent toward a node only if a client whose profile
-  matches it has connected there [GES "The problem of event delivery"];
+* ``selective_routing`` — an event is sent toward a node only if a client has connected there
+  whose profile matches it (one it presented at that node, or the one in force for it when
+  the event was published) [GES "The problem of event delivery"];
 * ``avoid_suspected`` — no node sends over a link it has been told is down (a failed link, a
   partition's crossing link, or a link to a crashed or failed node), after the instant it
   went down [GES "Routing events"];
@@ -36,6 +42,7 @@ Invariants (:data:`INVARIANTS`):
 
 from __future__ import annotations
 
+from bisect import bisect_left
 from collections.abc import Callable, Mapping
 from typing import Any, Final, final
 
@@ -88,7 +95,9 @@ class GESChecker:
         self.start: dict[tuple[str, str], int] = {}
         self.delivered: set[tuple[str, str, int]] = set()
         self.last: dict[tuple[str, str], int] = {}
-        self.connected_at: dict[str, set[str]] = {}
+        self.connected_at: dict[str, set[tuple[str, str]]] = {}
+        self.cuts: dict[tuple[str, str], list[int]] = {}
+        self.in_force: dict[tuple[str, str], list[str]] = {}
         self.connected: dict[str, bool] = {}
         self.writes: dict[tuple[str, Any], Persist] = {}
         self.registered: dict[str, dict[str, tuple[str, str]]] = {}
@@ -113,6 +122,15 @@ class GESChecker:
             )
         return self.violation is not None
 
+    def profile_at(self, client: str, storage: str, epoch: int) -> str:
+        """The client's profile in force at ``storage`` for the event of ``epoch``: that of
+        its last registration there whose cut is below ``epoch``."""
+        cuts = self.cuts.get((client, storage), [])
+        i = bisect_left(cuts, epoch) - 1
+        if i < 0:
+            return self.ctx.profiles[client]
+        return self.in_force[(client, storage)][i]
+
     def publish_time(self, pubend: str, tick: int) -> int | None:
         got = self.logged.get((self.ctx.storage_of_pubend.get(pubend, ""), tick))
         if got is None:
@@ -135,7 +153,8 @@ class GESChecker:
             self.published.setdefault((d.pubend, d.attributes), r.time)
         elif k == "connect":
             self.connected[r.detail.subscriber] = True
-            self.connected_at.setdefault(r.detail.subscriber, set()).add(r.node)
+            where = (r.node, r.detail.filter)
+            self.connected_at.setdefault(r.detail.subscriber, set()).add(where)
         elif k == "disconnect":
             self.connected[r.detail.subscriber] = False
         elif k == "fault":
@@ -158,8 +177,9 @@ class GESChecker:
         got = self.logged.get((storage, d.tick))
         if got is None or got[0] != d.pubend or got[1] != d.payload:
             self._flag("roam_exactly_once", c, f"{what} was not logged as delivered", r)
-        elif not self.ctx.matches(self.ctx.profiles[c], got[1]):
-            self._flag("roam_exactly_once", c, f"{what} does not match its profile", r)
+        elif not self.ctx.matches(self.profile_at(c, storage, d.tick), got[1]):
+            msg = f"{what} does not match its profile in force at that epoch"
+            self._flag("roam_exactly_once", c, msg, r)
         start = self.start.get((c, storage))
         if start is None or d.tick <= start:
             self._flag("roam_exactly_once", c, f"{what} is at or before its epoch {start}", r)
@@ -191,12 +211,27 @@ class GESChecker:
         if got is None:
             ev = self.logged.get((storage, epoch))
             got = ev is not None and any(
-                dest in nodes and self.ctx.matches(self.ctx.profiles[c], ev[1])
-                for c, nodes in sorted(self.connected_at.items())
+                self._wants(c, dest, storage, epoch, ev[1], where)
+                for c, where in sorted(self.connected_at.items())
             )
             if got:
                 self._interested[key] = got
         return got
+
+    def _wants(
+        self,
+        c: str,
+        dest: str,
+        storage: str,
+        epoch: int,
+        attributes: Mapping[str, Any],
+        where: set[tuple[str, str]],
+    ) -> bool:
+        if not any(node == dest for node, _ in where):
+            return False
+        if self.ctx.matches(self.profile_at(c, storage, epoch), attributes):
+            return True
+        return any(node == dest and self.ctx.matches(p, attributes) for node, p in where)
 
     # ------------------------------------------------------------ faults
 
@@ -246,11 +281,15 @@ class GESChecker:
 
     def _registration(self, r: TraceRecord, reg: Registration) -> None:
         regs = self.registered.setdefault(reg.storage, {})
-        self.start.setdefault((reg.client, reg.storage), reg.record.start)
+        key = (reg.client, reg.storage)
+        self.start.setdefault(key, reg.record.start)
+        self.cuts.setdefault(key, []).append(reg.record.cut)
+        self.in_force.setdefault(key, []).append(reg.record.profile)
+        before = regs.get(reg.client)
         regs[reg.client] = (reg.record.broker, reg.record.profile)
         checks = [(reg.record.broker, reg.record.profile, reg.counts)]
         if reg.old_broker:
-            old = self.ctx.profiles.get(reg.client, reg.record.profile)
+            old = before[1] if before is not None else self.ctx.profiles[reg.client]
             checks.append((reg.old_broker, old, reg.old_counts))
         for broker, profile, counts in checks:
             path = path_of(profile)
@@ -288,7 +327,7 @@ class GESChecker:
                     return self.violation
             for (s, e), (pubend, attributes) in sorted(self.logged.items()):
                 missed = e > self.start[(c, s)] and (c, s, e) not in self.delivered
-                if missed and self.ctx.matches(self.ctx.profiles[c], attributes):
+                if missed and self.ctx.matches(self.profile_at(c, s, e), attributes):
                     msg = f"{pubend} epoch {e} of storage {s} matches but never arrived"
                     self._flag("roam_complete", c, msg, end)
                     return self.violation

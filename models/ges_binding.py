@@ -15,7 +15,12 @@ Theory of operation
   storage serves: a storage's epochs are the ticks of its events) [GES "Recovering clients",
   items (a) and (b)]; ``roam`` — a client's first connection attaches to its home node, every
   later one to a node drawn from the client's name and connection number among the nodes
-  alive then (clients roam "to any broker"); ``message_cost`` — an event message's service
+  alive then (clients roam "to any broker"); ``profile`` — the profile a client presents at
+  each connection: its workload filter at the first, and at a reconnection, for one in two
+  (drawn from the client's name and connection number), another of the workload's filters: a
+  profile change, which takes effect at each storage at the cut of the handoff that brings it
+  [GES "Epochs"] (the run's config key ``profile_changes = false`` turns this off);
+  ``message_cost`` — an event message's service
   time and bytes for the world's optional capacity model (``ges-latency``); ``durable`` —
   which write makes what durable (``outbox``, ``log``, ``registration``, ``release``);
 * decoders: a ``log`` write logs ``(pubend, epoch, attributes)``; a delivered payload is the
@@ -77,7 +82,15 @@ class GESBinding:
     status_period_us = 0
     min_repetition_us = 0
 
-    def __init__(self, graph: nx.Graph, workload: Workload, config: GESConfig, policy: Any):
+    def __init__(
+        self,
+        graph: nx.Graph,
+        workload: Workload,
+        config: GESConfig,
+        policy: Any,
+        *,
+        profile_changes: bool = True,
+    ):
         self.net = network(graph)
         self.config = config
         self.policy = policy
@@ -85,6 +98,8 @@ class GESBinding:
         self.crash = ges.crash
         self.wire = wire
         self.home = {s.name: s.shb for s in workload.subscriptions}
+        self.filters = {s.name: s.filter for s in workload.subscriptions}
+        self.menu = tuple(sorted(set(self.filters.values()))) if profile_changes else ()
         hosts = dict(graph.graph["pubends"])
         self.storage_of_pubend = {p: self.net.storage_of[h] for p, h in hosts.items()}
 
@@ -129,6 +144,14 @@ class GESBinding:
             return 1, _HEADER_BYTES + _attribute_bytes(body.attributes)
         return 0, _HEADER_BYTES
 
+    def profile(self, subscriber: str, connection: int) -> str:
+        """The profile ``subscriber`` presents at ``connection`` (see module doc)."""
+        own = self.filters[subscriber]
+        draw = derive_seed(subscriber, connection, "profile")
+        if connection == 0 or len(self.menu) < 2 or draw % 2:
+            return own
+        return self.menu[(draw // 2) % len(self.menu)]
+
     def roam(self, subscriber: str, connection: int, alive: tuple[str, ...]) -> str:
         home = self.home[subscriber]
         if connection == 0 and home in alive:
@@ -143,13 +166,19 @@ def _attribute_bytes(attributes: Mapping[str, Any]) -> int:
 
 def make_binding(spec: Any, graph: nx.Graph, workload: Workload) -> GESBinding:
     """The binding of ``spec`` (a ``RunSpec``): its variant's policy, its config overrides."""
+    overrides = dict(spec.config)
+    changes = overrides.pop("profile_changes", True)
+    if not isinstance(changes, bool):
+        raise RunSpecError(f"RunSpec.config: profile_changes = {changes!r}; expected a bool")
     try:
-        config = GESConfig(**dict(spec.config))
+        config = GESConfig(**overrides)
     except TypeError as exc:
         fields = ", ".join(a.name for a in attrs.fields(GESConfig))
-        raise RunSpecError(f"RunSpec.config: {exc}; allowed keys: {fields}") from exc
+        raise RunSpecError(
+            f"RunSpec.config: {exc}; allowed keys: {fields}, profile_changes"
+        ) from exc
     policy = resolve("ges", spec.variant, ges.PAPER_POLICY, VARIANTS)
-    return GESBinding(graph, workload, config, policy)
+    return GESBinding(graph, workload, config, policy, profile_changes=changes)
 
 
 def within_budget(graph: nx.Graph, active: tuple[FaultEvent, ...]) -> bool:

@@ -15,7 +15,9 @@ world's ``fail``: never restarted); at 10 s the storage node ``n17`` crashes and
 later. Judged by every invariant.
 
 :func:`roam_figures` reads the recorded trace alone: ``lost`` (a client connected at the end
-never received an event logged after its registration epoch that matches its profile),
+never received an event logged after its registration epoch that matches its profile in
+force when the event was published: clients change profiles at some of their reconnections,
+see :mod:`gapless.models.ges_binding`),
 ``duplicates``, ``out_of_order`` (per client and publisher), ``roams`` (reconnections),
 ``recovery_events`` {p50, p99} (events in the recovery queues that storages sent) and
 ``recovery_ms`` {p50, p99} (from a reconnection to the first live event on it: one after the
@@ -103,6 +105,7 @@ def _ledger(trace: tuple[TraceRecord, ...]) -> dict[str, Any]:
     writes: dict[tuple[str, Any], Any] = {}
     logged: dict[tuple[str, int], Any] = {}
     start: dict[tuple[str, str], int] = {}
+    regs: dict[tuple[str, str], list[tuple[int, str]]] = {}
     delivered: list[tuple[int, str, str, int, int]] = []
     connects: dict[tuple[str, int], int] = {}
     connected: dict[str, bool] = {}
@@ -119,6 +122,9 @@ def _ledger(trace: tuple[TraceRecord, ...]) -> dict[str, Any]:
                 logged[(r.node, key[2])] = value[0]
             elif key[0] == "client":
                 start.setdefault((value.client, value.storage), value.record.start)
+                regs.setdefault((value.client, value.storage), []).append(
+                    (value.record.cut, value.record.profile)
+                )
         elif k == "deliver":
             for d in deliveries(r.detail):
                 delivered.append((r.time, d.subscriber, d.pubend, d.tick, d.connection))
@@ -135,6 +141,7 @@ def _ledger(trace: tuple[TraceRecord, ...]) -> dict[str, Any]:
     return {
         "logged": logged,
         "start": start,
+        "regs": regs,
         "delivered": delivered,
         "connects": connects,
         "connected": connected,
@@ -172,7 +179,8 @@ def roam_figures(sc: Scenario, outcome: RunOutcome, brokers: tuple[str, ...]) ->
         for (s, e), ev in led["logged"].items():
             st = led["start"].get((c, s))
             if on and st is not None and e > st and (c, s, e) not in seen:
-                lost += int(matches(profile[c], ev.attributes))
+                had = [p for cut, p in led["regs"].get((c, s), ()) if cut < e]
+                lost += int(matches(had[-1] if had else profile[c], ev.attributes))
     rec = sorted(
         first_live[k] - t0 for k, t0 in led["connects"].items() if k[1] > 0 and k in first_live
     )

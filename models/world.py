@@ -34,6 +34,8 @@ Roaming: a binding with the optional hook ``roam(subscriber, connection, alive) 
 chooses the broker each (re)connection of a subscriber attaches to, among the brokers alive
 then (``alive``, sorted); the world keeps each subscriber's current broker in
 :attr:`World.host`. Without the hook a subscriber always attaches to its workload SHB.
+A binding with ``profile(subscriber, connection) -> filter`` chooses the profile each
+connection presents (a client that changes its profile when it reconnects).
 
 Capacity (optional, off by default): a graph with a ``service_us`` attribute or links with
 ``bytes_per_s``, driven through a binding with ``message_cost(msg) -> (events, bytes)``, makes
@@ -231,6 +233,9 @@ class World:
         self._resume_token: Callable[[str, dict[str, int]], Any] | None = getattr(
             binding, "resume_token", None
         )
+        self._profile: Callable[[str, int], str] | None = getattr(binding, "profile", None)
+        """Optional: the profile (filter) a subscriber presents at each connection number (a
+        client may change its profile when it reconnects); without it, its workload filter."""
         self.consumed: dict[str, dict[str, int]] = {}
         """Per subscriber, per pubend: the highest tick delivered to it (what a client that
         keeps its own checkpoint has consumed; kept only for bindings with ``resume_token``)."""
@@ -459,7 +464,8 @@ class World:
         resume = None
         if self._resume_token is not None:
             resume = self._resume_token(sub, dict(sorted(self.consumed.get(sub, {}).items())))
-        inp = Connect(subscriber=sub, filter=s.filter, connection=n, resume=resume)
+        flt = s.filter if self._profile is None else self._profile(sub, n)
+        inp = Connect(subscriber=sub, filter=flt, connection=n, resume=resume)
         self._rec(node.name, "connect", inp)
         self._input(node, inp)
 

@@ -13,6 +13,9 @@ one copy crosses each link toward the destinations behind it [GES "Routing event
   client at those nodes, the epoch of the previous event destined to it.
 * :class:`Confirm` — a node delivered ``epoch`` to ``client`` (predicate count decrement).
 * :class:`LinkNews` — links that went down or up, flooded to every node.
+* :class:`ProfileNews` — clients' registrations, flooded to every node's gatekeeping view;
+  :class:`ProfileDigest` — the size and checksum of a node's registrations, sent to each
+  neighbour every tick so that lost news is made up (:mod:`gapless.impl.ges.propagation`).
 * :class:`Handoff` — a client (re)connected at ``broker`` presenting ``presented`` for this
   storage, with its profile; :class:`HandoffAck` — the storage's cut and recovery queue.
 
@@ -36,6 +39,8 @@ __all__ = [
     "Handoff",
     "HandoffAck",
     "LinkNews",
+    "ProfileDigest",
+    "ProfileNews",
     "Routed",
     "Store",
     "Stored",
@@ -128,6 +133,23 @@ class LinkNews:
 
 @final
 @attrs.frozen(kw_only=True)
+class ProfileNews:
+    """Clients' registrations ``(client, connection, node, profile)``."""
+
+    entries: tuple[tuple[str, int, str, str], ...]
+
+
+@final
+@attrs.frozen(kw_only=True)
+class ProfileDigest:
+    """How many registrations the sender holds and the checksum of their ids."""
+
+    count: int
+    checksum: int
+
+
+@final
+@attrs.frozen(kw_only=True)
 class GesWire:
     """What a GES message says, for the invariants: ``kind`` (store, stored, event,
     confirm, handoff, handoff_ack), the ``storage`` it concerns, the ``epoch`` (event,
@@ -189,4 +211,8 @@ def wire(msg: Any) -> GesWire:
         return _body(msg.body)
     if type(msg) is LinkNews:
         return GesWire(kind="link_news")
+    if type(msg) is ProfileNews:
+        return GesWire(kind="profile_news")
+    if type(msg) is ProfileDigest:
+        return GesWire(kind="profile_digest")
     return GesWire(kind="other")

@@ -20,7 +20,9 @@ returns the same state and ``()``.
   event still pending to the nodes its pending targets are attached to.
 * **Routing.** Each hop sends one copy per next hop, chosen on the node's connectivity graph
   (:mod:`gapless.impl.ges.connectivity`), avoiding the links it suspects or hears are down
-  (:mod:`gapless.impl.ges.linkstate`) and the nodes the message has visited.
+  (:mod:`gapless.impl.ges.linkstate`) and the nodes the message has visited; and, as a
+  gatekeeper, only toward the units its own profile graph (built from the propagated
+  registrations, :mod:`gapless.impl.ges.propagation`) says want the event.
 * **Sessions.** A client (re)connecting with a resume token — per storage, the epoch of the
   last event it received — makes its node send every storage a ``Handoff``; each storage
   answers with its cut and recovery queue. Per storage, the node delivers the queue, then
@@ -53,6 +55,7 @@ from gapless.impl.ges.messages import (
     Stored,
 )
 from gapless.impl.ges.policy import GESPolicy
+from gapless.impl.ges.propagation import Interest, passes
 from gapless.impl.ges.session import Session, offer, start_session
 from gapless.impl.ges.storage import (
     ClientRecord,
@@ -126,6 +129,7 @@ class NodeState:
     news: News = attrs.field(factory=pmap)
     reports: int = 0
     avoid: frozenset[tuple[str, str]] = frozenset()
+    interest: Interest = attrs.field(factory=Interest)
     sessions: PMap[str, Session] = attrs.field(factory=pmap)
     pub_next: PMap[str, int] = attrs.field(factory=pmap)
     outbox: PMap[tuple[str, int], Store] = attrs.field(factory=pmap)
@@ -197,7 +201,7 @@ def forward_event(s: NodeState, msg: EventMsg, now: int) -> tuple[NodeState, Eff
     seen = msg.visited | {s.name}
     groups: dict[str, list[str]] = {}
     for d in msg.dests:
-        if d == s.name:
+        if d == s.name or not _gate(s, msg, d):
             continue
         hop = s.policy.route(s.net.hierarchy, s.name, d, s.avoid, seen)
         if hop is not None:
@@ -212,6 +216,14 @@ def forward_event(s: NodeState, msg: EventMsg, now: int) -> tuple[NodeState, Eff
         )
         effects.append(Send(to=hop, msg=copy))
     return s, tuple(effects)
+
+
+def _gate(s: NodeState, msg: EventMsg, dest: str) -> bool:
+    """Whether this node lets ``msg`` go toward ``dest``: one of its targets there passes
+    the node's gatekeeping (:func:`gapless.impl.ges.propagation.passes`)."""
+    h, here = s.net.hierarchy, s.interest
+    at = [c for c, node, _prev in msg.targets if node == dest]
+    return not at or any(passes(here, h, s.name, c, dest, msg.attributes) for c in at)
 
 
 # ------------------------------------------------------------------ sessions

@@ -16,8 +16,15 @@ values of it. Every function is module-level, so a policy pickles by reference.
   (:func:`gapless.impl.ges.connectivity.next_hop`: cheapest path avoiding suspected links).
 * ``unregister(graph, profile, dest)`` [GES "Profiles and the profile graph"]: the profile
   graph without one profile of ``dest`` (decrementing the per-edge reference counts).
+* ``unregister_unit(graph, profile, unit)`` [GES "Profiles and the profile graph"]: the same
+  for a node's gatekeeping graph, whose destinations are the units of its view
+  (:mod:`gapless.impl.ges.propagation`).
 * ``in_sequence(prev, last)``: an event whose predecessor for this client is ``prev`` may be
   delivered after ``last`` (the per-client chain of ``spec/ges.md``).
+* ``keeps(profile, attributes)`` [GES "Epochs"]: whether a reconnecting client that now
+  presents ``profile`` still gets a stored event destined to it — always, in the paper's
+  design: an event's targets are fixed by the profile in force when it was published, and a
+  profile change takes effect only for the events stored after its epoch (the handoff's cut).
 * ``destinations(graph, attributes, brokers)`` [GES "The problem of event delivery"]: the
   brokers an event is routed toward — those with an interested client, never all of them.
 
@@ -53,6 +60,11 @@ def unregister_counted(graph: ProfileGraph, profile: str, dest: str) -> ProfileG
     return graph.remove(profile, dest)
 
 
+def keep_every(profile: str, attributes: Mapping[str, Any]) -> bool:
+    """A stored event destined to the client stays destined to it, whatever its new profile."""
+    return True
+
+
 def chained(prev: int, last: int) -> bool:
     """Deliver only the event whose predecessor is the last one delivered."""
     return prev == last
@@ -75,7 +87,9 @@ class GESPolicy:
     decrement: Callable[[int], int] = decrement_once
     route: RouteRule = next_hop
     unregister: Callable[[ProfileGraph, str, str], ProfileGraph] = unregister_counted
+    unregister_unit: Callable[[ProfileGraph, str, str], ProfileGraph] = unregister_counted
     in_sequence: Callable[[int, int], bool] = chained
+    keeps: Callable[[str, Mapping[str, Any]], bool] = keep_every
     destinations: Callable[[ProfileGraph, Mapping[str, Any], tuple[str, ...]], tuple[str, ...]] = (
         interested
     )

@@ -11,11 +11,16 @@ here are the inputs:
 * ``Publish`` — a client publishes here: write the event to the outbox;
 * ``Persisted`` — a write completed (:func:`~gapless.impl.ges.node.on_written`);
 * ``Receive`` — a routed message (forwarded, or handled when addressed here) or an event;
-* ``Connect`` / ``Disconnect`` — a client attaches (with its resume token) or leaves;
+* ``Connect`` / ``Disconnect`` — a client attaches (with its resume token and profile) or
+  leaves; an attachment is also a registration, flooded to every node's gatekeeping view
+  (:mod:`gapless.impl.ges.propagation`); ``Receive(ProfileNews)`` — registrations from
+  elsewhere; ``Receive(ProfileDigest)`` — a neighbour's digest (answered with the whole table
+  when it differs);
 * ``LinkChanged`` — a link is suspected (down) or trusted again (up), and the news flooded
   (:mod:`gapless.impl.ges.linkstate`); ``Receive(LinkNews)`` — news from elsewhere;
 * ``TimerFired`` — the tick: retransmit the outbox, a storage's pending events, and the
-  handoffs no storage has answered yet.
+  handoffs no storage has answered yet; send each live neighbour the digest of the
+  registrations heard.
 """
 
 from __future__ import annotations
@@ -28,7 +33,14 @@ import attrs
 from gapless.impl.effects import Effect, Rejected, Send, SetTimer
 from gapless.impl.ges.connectivity import link_key
 from gapless.impl.ges.linkstate import Entry, avoided, merge_news
-from gapless.impl.ges.messages import EventMsg, LinkNews, Routed, Store
+from gapless.impl.ges.messages import (
+    EventMsg,
+    LinkNews,
+    ProfileDigest,
+    ProfileNews,
+    Routed,
+    Store,
+)
 from gapless.impl.ges.node import (
     TICK,
     NodeState,
@@ -40,6 +52,7 @@ from gapless.impl.ges.node import (
     route,
     write,
 )
+from gapless.impl.ges.propagation import merge
 from gapless.impl.inputs import (
     Connect,
     Disconnect,
@@ -92,11 +105,41 @@ def on_receive(s: NodeState, inp: Receive, now: int) -> Step:
         return route(s, msg.dest, msg.body, msg.visited, now)
     if type(msg) is LinkNews:
         return on_news(s, msg, inp.sender)
+    if type(msg) is ProfileNews:
+        return on_profile_news(s, msg, inp.sender)
+    if type(msg) is ProfileDigest:
+        return on_profile_digest(s, msg, inp.sender)
     return s, (Rejected(reason=f"GES node {s.name}: unknown message", input=msg),)
 
 
 def on_connect(s: NodeState, inp: Connect, now: int) -> Step:
-    return connect(s, inp.subscriber, inp.filter, inp.connection, inp.resume, now)
+    s, effects = connect(s, inp.subscriber, inp.filter, inp.connection, inp.resume, now)
+    entry = (inp.subscriber, inp.connection, s.name, inp.filter)
+    s, news = _register(s, (entry,), "")
+    return s, (*effects, *news)
+
+
+def _register(s: NodeState, entries: tuple[Any, ...], sender: str) -> Step:
+    """Merge registrations into this node's gatekeeping view; flood what was new."""
+    h, unreg = s.net.hierarchy, s.policy.unregister_unit
+    interest, new = merge(s.interest, entries, h, s.name, unreg)
+    if not new:
+        return s, ()
+    s = attrs.evolve(s, interest=interest)
+    return s, _neighbours(s, ProfileNews(entries=new), sender)
+
+
+def on_profile_news(s: NodeState, msg: ProfileNews, sender: str) -> Step:
+    return _register(s, msg.entries, sender)
+
+
+def on_profile_digest(s: NodeState, msg: ProfileDigest, sender: str) -> Step:
+    """A neighbour's digest: if it differs from ours, it gets our whole table (if we have
+    any: its own digest tells us, in turn, whether it has news for us)."""
+    here = s.interest
+    if not here.count or (msg.count, msg.checksum) == (here.count, here.checksum):
+        return s, ()
+    return s, (Send(to=sender, msg=ProfileNews(entries=here.news())),)
 
 
 def on_disconnect(s: NodeState, inp: Disconnect, now: int) -> Step:
@@ -129,7 +172,11 @@ def _flood(s: NodeState, entries: tuple[Entry, ...], sender: str) -> tuple[Effec
     """Pass ``entries`` to every live neighbour but ``sender``."""
     if not entries:
         return ()
-    msg = LinkNews(entries=entries)
+    return _neighbours(s, LinkNews(entries=entries), sender)
+
+
+def _neighbours(s: NodeState, msg: Any, sender: str) -> tuple[Effect, ...]:
+    """``msg`` to every live neighbour but ``sender``."""
     return tuple(
         Send(to=nb, msg=msg)
         for nb in s.net.hierarchy.neighbours[s.name]
@@ -177,6 +224,8 @@ def on_timer(s: NodeState, inp: TimerFired, now: int) -> Step:
     for client in sorted(s.sessions):
         s, effs = handoffs(s, s.sessions[client], now)
         effects.extend(effs)
+    digest = ProfileDigest(count=s.interest.count, checksum=s.interest.checksum)
+    effects.extend(_neighbours(s, digest, ""))
     return s, tuple(effects)
 
 

@@ -24,9 +24,13 @@ A client that reconnects anywhere presents, for this storage, the epoch of the l
 received from it (or nothing) and its profile [GES "Recovering clients", items (a)–(c)]; the
 new node sends a :func:`handoff`. The storage (1) confirms for the client every event up to
 that epoch, (2) takes the *cut*: its current epoch, (3) moves the client's registration to the
-new node in the profile graph, and (4) answers with the recovery queue: the stored events
-after the presented epoch, up to the cut, destined to the client. Every later event is
-destined to the client at its new node. Why this is exactly once is ``spec/ges.md``.
+new node in the profile graph, with the profile it presents now, and (4) answers with the
+recovery queue: the stored events after the presented epoch, up to the cut, destined to the
+client. Every later event is destined to the client at its new node. A profile change is such
+a handoff: its epoch is the cut (the answer is the client's epoch notification [GES
+"Epochs"]); the events up to the cut keep the targets of the profile in force when they were
+published, the later ones are matched against the new profile. Why this is exactly once is
+``spec/ges.md``.
 
 Durability: the node role writes a ``log`` record per stored event, a ``registration`` record
 per handoff and a ``release`` record per released event; :func:`recover` rebuilds the storage
@@ -235,8 +239,8 @@ def handoff(
     effective = policy.effective_epoch(presented, old.start, cut)
     released: list[StoredEvent] = []
     for e in sorted(st.waiting.get(client, pset())):
-        if e > effective:
-            break
+        if e > effective and policy.keeps(profile, st.events[e].attributes):
+            continue  # still owed: it goes in the recovery queue (or later, live)
         st, gone = confirm(st, e, client, policy)
         if gone is not None:
             released.append(gone)

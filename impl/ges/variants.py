@@ -17,6 +17,7 @@ from typing import Any, Final
 import attrs
 from pyrsistent import pmap
 
+from gapless.impl.filters import parse_filter
 from gapless.impl.ges.addressing import Hierarchy
 from gapless.impl.ges.connectivity import next_hop
 from gapless.impl.ges.policy import PAPER_POLICY
@@ -65,6 +66,13 @@ def unregister_uncounted(graph: ProfileGraph, profile: str, dest: str) -> Profil
 def deliver_any_newer(prev: int, last: int) -> bool:
     """Bug: deliver any event newer than the last one, whether its predecessor came or not."""
     return True
+
+
+def keep_matching_new_profile(profile: str, attributes: Mapping[str, Any]) -> bool:
+    """Bug: the recovery queue is built from the profile the client presents now, not the
+    one in force when each event was published: a stored event that matched the old profile
+    but not the new one is dropped (confirmed for the client) at the handoff."""
+    return parse_filter(profile).matches(attributes)
 
 
 def flood(
@@ -122,6 +130,17 @@ VARIANTS: Final[dict[str, Variant]] = {
             '"Profiles and the profile graph"]: when one client leaves a node, the node '
             "loses the edge for every other client with the same constraints.",
             unregister=unregister_uncounted,
+            unregister_unit=unregister_uncounted,
+        ),
+        _bug(
+            "gatekeeper-no-edge-refcount",
+            ("roam_complete",),
+            ("disconnect",),
+            "The gatekeepers' profile graphs (built from the propagated registrations) keep "
+            'no reference count per unit on their edges [GES "Profiles and the profile '
+            'graph"]: when one client leaves a unit, the gatekeepers stop routing toward it '
+            "the events every other client there with the same constraints wants.",
+            unregister_unit=unregister_uncounted,
         ),
         _bug(
             "flooding",
@@ -139,6 +158,16 @@ VARIANTS: Final[dict[str, Variant]] = {
             "predecessor: an event overtaken on another route is delivered out of order, and "
             "the one it overtook is then taken for a duplicate: confirmed, never delivered.",
             in_sequence=deliver_any_newer,
+        ),
+        _bug(
+            "recovery-from-new-profile",
+            ("roam_complete", "release_after_confirm"),
+            ("disconnect",),
+            "The recovery queue of a client that changed its profile is built from the new "
+            "profile instead of the one in force when each event was published [GES "
+            '"Epochs"]: an event it missed that matched its old profile only is never '
+            "delivered (the storage releases it as if the client had it).",
+            keeps=keep_matching_new_profile,
         ),
     )
 }

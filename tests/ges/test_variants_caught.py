@@ -20,6 +20,8 @@ CASES = {
     "no-edge-refcount": ("reference_counts", ROAMS, {"workload": SAME_PROFILE}),
     "flooding": ("selective_routing", MIXED, {}),
     "skip-chain": ("release_after_confirm", MIXED, {}),
+    "recovery-from-new-profile": ("release_after_confirm", MIXED, {}),
+    "gatekeeper-no-edge-refcount": ("roam_complete", ROAMS, {"workload": SAME_PROFILE}),
 }
 
 
