@@ -161,4 +161,5 @@ def check_context(
         # a binding without the pubend's liveness rule (a toy) leaves it unjudged
         aet_us=getattr(binding, "aet_us", None),
         ack_expected_period_us=getattr(binding, "ack_expected_period_us", None),
+        links=tuple(sorted((min(a, b), max(a, b)) for a, b in graph.edges)),
     )
