@@ -145,6 +145,12 @@ def _progress_ui(console_enabled: bool) -> tuple[Any, Any]:
     "--processes", type=int, default=2, show_default=True, help="Pool size for processes."
 )
 @click.option("--no-shrink", is_flag=True, help="Do not shrink failures into counterexamples.")
+@click.option(
+    "--guided",
+    is_flag=True,
+    default=None,
+    help="Coverage-guided schedules, run beside a blind twin campaign (growth compared).",
+)
 @click.option("--json", "as_json", is_flag=True, help="Print the summary as one JSON object.")
 def fuzz(
     config_path: str | None,
@@ -161,6 +167,7 @@ def fuzz(
     executor: str,
     processes: int,
     no_shrink: bool,
+    guided: bool | None,
     as_json: bool,
 ) -> None:
     """Run a fuzz campaign: seeds -> fault schedules -> simulate -> invariants -> Parquet.
@@ -185,6 +192,7 @@ def fuzz(
         "master": master,
         "chunk_size": chunk_size,
         "shrink": False if no_shrink else None,
+        "guided": guided,
     }
     if processes < 1:
         click.echo(f"gapless fuzz: --processes {processes} is not allowed; expected >= 1", err=True)
