@@ -55,6 +55,21 @@ def print_summary(summary: dict[str, Any], *, title: str = "campaign") -> None:
         )
     for path in summary.get("counterexamples", []):
         console.print(f"counterexample: {path}  (replay: gapless replay {path})")
+    cov = summary.get("coverage") or {}
+    if cov.get("reachable"):
+        never = ", ".join(cov["never_reached"]) or "none"
+        console.print(
+            f"transitions reached: {cov['reached']} of {cov['reachable']}; never reached: {never}"
+        )
+    vs = summary.get("versus_blind") or {}
+    for key in ("reached", "labels"):
+        if key in vs:
+            v = vs[key]
+            console.print(
+                f"guided vs blind ({key}): blind reached {v['blind_final']} in "
+                f"{v['blind_schedules']} schedules, guided in {v['guided_schedules']} "
+                f"(half: {v['half']})"
+            )
     console.print(
         f"executed {summary['executed']} schedules, skipped {summary['skipped']} already "
         f"committed; results in {summary['directory']}"
