@@ -33,6 +33,7 @@ from gapless.spark_fuzz.guided import (
     schedule_for,
 )
 from gapless.spark_fuzz.profiles import focus_targets, rules_profile
+from gapless.spark_fuzz.report import write_report
 from gapless.spark_fuzz.runner_backend import RunnerBackend
 from gapless.spark_fuzz.store import read_rows
 from gapless.spark_fuzz.transitions import (
@@ -261,6 +262,10 @@ def test_a_guided_campaign_is_resumable_and_reports_growth_beside_blind(tmp_path
     assert {s: (r["schedule_digest"], r["trace_digest"]) for s, r in again.items()} == {
         s: (r["schedule_digest"], r["trace_digest"]) for s, r in rows.items()
     }
+    # the report names the transitions no schedule reached
+    page = write_report(tmp_path / "a").read_text(encoding="utf-8")
+    reached = full.summary["coverage"]["reached"]
+    assert f"{reached} of {len(reachable('gd'))} reached by some schedule" in page
     # a counterexample shrinks the schedule the seed ran with
     config = _config(tmp_path / "a")
     backend = RunnerBackend("gd")
