@@ -123,6 +123,8 @@ class GDBinding:
         self.wire = wire
         #: the rule of the step whose effects the world is handling (see the module doc)
         self._rule = ""
+        self._rules: dict[tuple[Any, ...], tuple[str]] = {}
+        self._pairs: dict[tuple[str, tuple[str, ...]], tuple[str, ...]] = {}
 
     def initial_states(self) -> dict[str, Any]:
         states: dict[str, Any] = dict(gd.initial_states(self.topology, self.config, self.policy))
@@ -149,13 +151,30 @@ class GDBinding:
         if self._observe is not None and isinstance(effect, self._observe):
             labels = tuple(str(label) for label in effect.labels)
             rule = self._rule
-            return labels + tuple(f"{rule} {label}" for label in labels) if rule else labels
+            if not rule:
+                return labels
+            pairs = self._pairs.get((rule, labels))
+            if pairs is None:
+                pairs = self._pairs[(rule, labels)] = labels + tuple(
+                    f"{rule} {label}" for label in labels
+                )
+            return pairs
         return None
 
     def coverage(self, before: Any, after: Any, inp: Any) -> tuple[str, ...]:
         """The rule that took ``inp`` (called by the world when it changed the state)."""
-        rule = self._rule = rule_label(after, inp)
-        return (rule,)
+        t = type(inp)
+        if t is Receive:
+            key: tuple[Any, ...] = (type(after), t, type(inp.msg))
+        elif t is TimerFired and isinstance(inp.key, tuple) and len(inp.key) > 2:
+            key = (type(after), t, inp.key[2])
+        else:
+            key = (type(after), t)
+        got = self._rules.get(key)
+        if got is None:
+            got = self._rules[key] = (rule_label(after, inp),)
+        self._rule = got[0]
+        return got
 
     def wire_of(self, msg: Any) -> Wire:
         result: Wire = self.wire(msg)
