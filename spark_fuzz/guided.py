@@ -70,7 +70,7 @@ CHUNK: Final = 20
 """Seeds per chunk of a guided campaign when ``chunk_size`` is automatic (0)."""
 PARENTS: Final = 8
 """How many of the best-scoring rows are kept as parents."""
-BLIND: Final = 0.25
+BLIND: Final = 0.5
 """The probability that a child is a fresh blind schedule instead of a mutant."""
 OPERATORS: Final = ("add", "remove", "stretch", "move")
 
