@@ -102,3 +102,30 @@ def test_a_trace_file_carries_the_links(tmp_path: Path) -> None:
     old = tmp_path / "old.jsonl"
     write_trace(old, attrs.evolve(ctx, links=()), recs, live_end=False)
     assert check_trace_file(old, ("down_link_routing",), matches=reference_matcher())[1] is None
+
+
+def _sent_on_down_link(w: Wire, src: str = "p1", to: str = "b1") -> list[TraceRecord]:
+    fault = Fault(kind="link_fail", target=f"{to}|{src}")
+    return [
+        TraceRecord(seq=0, time=100, node=to, kind="fault", detail=fault),
+        TraceRecord(seq=1, time=200, node=src, kind="send", detail=Sent(to=to, msg=None, wire=w)),
+    ]
+
+
+def test_repeated_nacks_are_judged_retransmitted_knowledge_is_not() -> None:
+    """Retransmissions are left out (the roles serve a curious broker straight, even over a
+    link that failed after it nacked: a finding, see the module doc); repeated nacks are
+    routed like first ones and judged."""
+    ctx = run_context(_spec("none"), 1)
+    nack = Wire(kind="nack", pubend="P1", nack_ranges=((0, 9),), retransmission=True)
+    v = check_trace(
+        ctx, _sent_on_down_link(nack, "b1", "p1"), ("down_link_routing",), live_end=False
+    )
+    assert v is not None
+    assert "repeated nack" in v.explain()
+    data = Wire(kind="data", pubend="P1", data_ticks=(5,), retransmission=True)
+    assert (
+        check_trace(ctx, _sent_on_down_link(data), ("down_link_routing",), live_end=False) is None
+    )
+    first = attrs.evolve(data, retransmission=False)
+    assert check_trace(ctx, _sent_on_down_link(first), ("down_link_routing",), live_end=False)
