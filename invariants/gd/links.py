@@ -29,7 +29,7 @@ either way; ``liveness`` judges the outcome).
 *Retransmitted* knowledge is not judged (repeated nacks are): the roles serve a broker
 curious for ticks straight to that broker (``forwarding._serve_curious``), even when its link
 went down after it nacked, instead of routing around it. A demo campaign of the correct
-protocol showed it (seed 195 of 300, and 3 of 200 guided schedules): a finding of this
+protocol showed it (seeds 195 and 233 of 300, 3 of 200 guided schedules): a finding of this
 invariant, reported to be fixed in the roles (skip or route around a curious broker whose link
 is down); until then judging retransmissions would flag every campaign of the correct
 protocol that meets it. The physical links come from the check
