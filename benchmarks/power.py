@@ -24,8 +24,10 @@ Theory of operation
 
 Parameters (``gapless bench power --param KEY=VALUE``): ``mutants`` (60), ``seed`` (1),
 ``schedules`` (the demo's 300; fewer for a quick look, reported as such), ``master``
-(``local[*]``). It is long (minutes per surviving mutant): a bench, never part of
-``make test``.
+(``local[*]``), ``total_order`` (0: off; N: a mutant the demo campaign misses also meets the
+demo campaign on the total-order merge topology [GD Figure 1] for N schedules, and counts as
+killed by the campaign if that fails — the demo runs Figure 3 only, where no merge code runs).
+It is long (minutes per surviving mutant): a bench, never part of ``make test``.
 """
 
 from __future__ import annotations
@@ -106,9 +108,20 @@ def _tests_kill(env: dict[str, str], work: Path) -> bool:
 
 
 def _campaign_kill(env: dict[str, str], work: Path, params: dict[str, Any]) -> dict[str, Any]:
+    got = _one_campaign(env, work, params, ())
+    if not got["killed"] and got["exit"] == 0 and params["total_order"]:
+        extra = ("--topology", "total-order", "--campaign-id", "demo-total-order")
+        more = _one_campaign(env, work, {**params, "schedules": params["total_order"]}, extra)
+        got = {**more, "topology": "total-order"}
+    return got
+
+
+def _one_campaign(
+    env: dict[str, str], work: Path, params: dict[str, Any], extra: tuple[str, ...]
+) -> dict[str, Any]:
     gapless = Path(sys.executable).with_name("gapless")
     cmd = [str(gapless), "fuzz", "--config", str(DEMO), "--out", str(work / "out")]
-    cmd += ["--no-shrink", "--json", "--master", str(params["master"])]
+    cmd += ["--no-shrink", "--json", "--master", str(params["master"]), *extra]
     if params["schedules"] is not None:
         cmd += ["--schedules", str(params["schedules"])]
     done = subprocess.run(cmd, cwd=work, env=env, capture_output=True, text=True, check=False)
@@ -150,7 +163,7 @@ def _judge(mutant: Mutant, params: dict[str, Any]) -> dict[str, Any]:
 
 
 def _params(given: dict[str, str]) -> dict[str, Any]:
-    allowed = {"mutants": 60, "seed": 1, "schedules": None, "master": "local[*]"}
+    allowed = {"mutants": 60, "seed": 1, "schedules": None, "master": "local[*]", "total_order": 0}
     unknown = sorted(set(given) - set(allowed))
     if unknown:
         raise ValueError(f"bench power: unknown parameter(s) {unknown}; allowed: {sorted(allowed)}")
@@ -159,10 +172,10 @@ def _params(given: dict[str, str]) -> dict[str, Any]:
         if key == "master":
             out[key] = value
             continue
-        if not value.isdigit() or int(value) < (0 if key == "seed" else 1):
+        least = 0 if key in ("seed", "total_order") else 1
+        if not value.isdigit() or int(value) < least:
             raise ValueError(
-                f"bench power: {key}={value!r} is not allowed; expected an integer >= "
-                f"{0 if key == 'seed' else 1}"
+                f"bench power: {key}={value!r} is not allowed; expected an integer >= {least}"
             )
         out[key] = int(value)
     return out
@@ -193,6 +206,7 @@ def run(**given: str) -> dict[str, Any]:
         "mutants": len(judged),
         "seed": params["seed"],
         "schedules": params["schedules"] or "demo.toml's",
+        "total_order_schedules": params["total_order"],
         "modules": modules,
         "killed_by_tests": by_tests,
         "killed_by_campaign": by_campaign,

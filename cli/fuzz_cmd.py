@@ -55,6 +55,21 @@ def print_summary(summary: dict[str, Any], *, title: str = "campaign") -> None:
         )
     for path in summary.get("counterexamples", []):
         console.print(f"counterexample: {path}  (replay: gapless replay {path})")
+    cov = summary.get("coverage") or {}
+    if cov.get("reachable"):
+        never = ", ".join(cov["never_reached"]) or "none"
+        console.print(
+            f"transitions reached: {cov['reached']} of {cov['reachable']}; never reached: {never}"
+        )
+    vs = summary.get("versus_blind") or {}
+    for key in ("reached", "labels"):
+        if key in vs:
+            v = vs[key]
+            console.print(
+                f"guided vs blind ({key}): blind reached {v['blind_final']} in "
+                f"{v['blind_schedules']} schedules, guided in {v['guided_schedules']} "
+                f"(half: {v['half']})"
+            )
     console.print(
         f"executed {summary['executed']} schedules, skipped {summary['skipped']} already "
         f"committed; results in {summary['directory']}"
@@ -145,6 +160,12 @@ def _progress_ui(console_enabled: bool) -> tuple[Any, Any]:
     "--processes", type=int, default=2, show_default=True, help="Pool size for processes."
 )
 @click.option("--no-shrink", is_flag=True, help="Do not shrink failures into counterexamples.")
+@click.option(
+    "--guided",
+    is_flag=True,
+    default=None,
+    help="Coverage-guided schedules, run beside a blind twin campaign (growth compared).",
+)
 @click.option("--json", "as_json", is_flag=True, help="Print the summary as one JSON object.")
 def fuzz(
     config_path: str | None,
@@ -161,6 +182,7 @@ def fuzz(
     executor: str,
     processes: int,
     no_shrink: bool,
+    guided: bool | None,
     as_json: bool,
 ) -> None:
     """Run a fuzz campaign: seeds -> fault schedules -> simulate -> invariants -> Parquet.
@@ -185,6 +207,7 @@ def fuzz(
         "master": master,
         "chunk_size": chunk_size,
         "shrink": False if no_shrink else None,
+        "guided": guided,
     }
     if processes < 1:
         click.echo(f"gapless fuzz: --processes {processes} is not allowed; expected >= 1", err=True)

@@ -99,6 +99,9 @@ class CheckContext:
     #: the pubend's liveness parameters [GD §3.2] (None: the protocol has no such rule)
     aet_us: int | None = None
     ack_expected_period_us: int | None = None
+    #: the physical links ``(a, b)`` (a < b), for the link-bundle rule [GD §3.1] (empty: the
+    #: protocol has no bundles, or a trace file written before they were recorded)
+    links: tuple[tuple[str, str], ...] = ()
 
 
 @final

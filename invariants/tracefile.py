@@ -22,7 +22,8 @@ Format ``gapless-trace``, version 2 (UTF-8, one JSON object per line):
   (the pubends of a total-order group), ``roles`` (broker -> ``"phb"``, ``"ib"`` or ``"shb"``)
   and ``min_repetition_us``; optionally ``aet_us`` and ``ack_expected_period_us`` (the
   pubend's liveness rule [GD §3.2]; a file without them leaves ``ack_expected_timing``
-  unjudged). ``live_end``: the trace ends with every fault healed and the
+  unjudged) and ``links`` (the physical links, ``[a, b]`` pairs; a file without them leaves
+  ``down_link_routing`` unjudged). ``live_end``: the trace ends with every fault healed and the
   network drained, so liveness is judged at its end. ``meta`` is free-form (scenario, seed,
   digest).
 * every other line, one record: ``{"seq", "time", "node", "kind", "detail"}`` with ``kind``
@@ -294,6 +295,7 @@ def _context_out(ctx: CheckContext) -> dict[str, Any]:
             )
             if v is not None
         },
+        **({"links": [list(e) for e in ctx.links]} if ctx.links else {}),
     }
 
 
@@ -616,7 +618,17 @@ def _context_in(
         payload_attributes=_payload_attributes,
         aet_us=_positive_or_none(rd, c, w, "aet_us"),
         ack_expected_period_us=_positive_or_none(rd, c, w, "ack_expected_period_us"),
+        links=_links_in(rd, c),
     )
+
+
+def _links_in(rd: _Reader, c: dict[str, Any]) -> tuple[tuple[str, str], ...]:
+    links = c.get("links", [])
+    if not isinstance(links, list) or not all(
+        isinstance(e, list) and len(e) == 2 and all(type(x) is str for x in e) for e in links
+    ):
+        raise rd.fail("context.links must be a list of [broker, broker] pairs")
+    return tuple(sorted((min(e), max(e)) for e in links))
 
 
 def _positive_or_none(rd: _Reader, c: dict[str, Any], w: str, key: str) -> int | None:

@@ -178,13 +178,34 @@ class FaultProfile:
     """Which faults to generate: ``rates`` as (kind, events per simulated second) pairs, or
     ``swarm``: each schedule enables a random non-empty subset of kinds (from ``rates``, or
     every kind at :data:`DEFAULT_RATES` when ``rates`` is empty). Durations are drawn from
-    ``[min_duration_us, max_duration_us]``; faults start no earlier than ``warmup_us``."""
+    ``[min_duration_us, max_duration_us]``; faults start no earlier than ``warmup_us``.
+
+    Shaping, so that faults reach the protocol's rules (issue 18 §2; all off by default, and
+    drawn from a stream of their own, so a profile without them generates what it always did):
+
+    * ``focus`` — per kind, the targets that exercise its rules (e.g. the members of a link
+      bundle, the brokers hosting pubends); an event of that kind picks among them with
+      probability ``focus_bias`` (a bundle member fails while the others stay up [GD §3.1]);
+    * ``long_fraction`` — the probability that a lasting fault (crash, stall, link failure,
+      partition) lasts ``[long_duration_us, 3/2 long_duration_us]`` instead (past AET, the
+      AckExpected threshold [GD §3.2], in runs that long);
+    * ``partition_us`` — ``(lo, hi)``: a partition lasts ``[lo, hi]`` (a few nack repetition
+      periods: it heals while the nacks it caused are being repeated [GD §3.2]);
+    * ``swarm_weights`` — per kind, the probability that a swarm schedule enables it
+      (default 1/2 each).
+    """
 
     rates: tuple[tuple[str, float], ...] = ()
     swarm: bool = False
     min_duration_us: int = 200_000
     max_duration_us: int = 5_000_000
     warmup_us: int = 1_000_000
+    focus: tuple[tuple[str, tuple[str, ...]], ...] = ()
+    focus_bias: float = 0.0
+    long_fraction: float = 0.0
+    long_duration_us: int = 0
+    partition_us: tuple[int, int] | None = None
+    swarm_weights: tuple[tuple[str, float], ...] = ()
 
     def __attrs_post_init__(self) -> None:
         for kind, rate in self.rates:
@@ -194,6 +215,19 @@ class FaultProfile:
                 )
             if not rate >= 0:
                 raise ProtocolMisuse(f"FaultProfile: rate of {kind!r} must be >= 0, got {rate!r}")
+        for name, p in (("focus_bias", self.focus_bias), ("long_fraction", self.long_fraction)):
+            if not 0.0 <= p <= 1.0:
+                raise ProtocolMisuse(f"FaultProfile: {name} {p!r} is outside [0, 1]")
+        for kind, w in self.swarm_weights:
+            if kind not in ALL_FAULT_KINDS or not 0.0 <= w <= 1.0:
+                raise ProtocolMisuse(
+                    f"FaultProfile: swarm weight {kind!r} = {w!r}; allowed: a fault kind "
+                    f"({', '.join(ALL_FAULT_KINDS)}) and a probability in [0, 1]"
+                )
+        if self.partition_us is not None and not 0 <= self.partition_us[0] <= self.partition_us[1]:
+            raise ProtocolMisuse(
+                f"FaultProfile: partition_us {self.partition_us!r} must be (lo, hi), 0 <= lo <= hi"
+            )
         if not 0 <= self.min_duration_us <= self.max_duration_us:
             raise ProtocolMisuse(
                 "FaultProfile: need 0 <= min_duration_us <= max_duration_us, got "
@@ -245,6 +279,8 @@ def _event(
             return None
         k = rng.randint(1, max(1, len(targets.brokers) // 2))
         target = ",".join(sorted(rng.sample(targets.brokers, k)))
+    if profile.focus_bias or profile.long_fraction or profile.partition_us is not None:
+        target, dur = _shape(kind, target, dur, stream, profile, targets)
     stall = rng.randint(500_000, 3_000_000) if kind.startswith("stall") else 0
     prob = round(rng.uniform(0.05, 0.5), 4) if kind in ("drop", "duplicate") else 0.0
     max_delay = rng.randint(1_000, 50_000) if kind == "reorder" else 0
@@ -260,6 +296,28 @@ def _event(
     )
 
 
+#: the faults that last (their duration is how long something is down)
+_LASTING: Final = frozenset({"crash", "stall_broker", "link_fail", "stall_link", "partition"})
+
+
+def _shape(
+    kind: str, target: str, dur: int, stream: int, profile: FaultProfile, targets: Targets
+) -> tuple[str, int]:
+    """The profile's shaping of one event (see :class:`FaultProfile`), drawn from a stream of
+    its own so the event's other parameters are those of the unshaped profile."""
+    rng = random.Random(derive_seed(stream, "shape"))
+    focus = dict(profile.focus).get(kind, ())
+    allowed = set(targets.links) | set(targets.brokers) | set(targets.subscribers)
+    focus = tuple(t for t in focus if t in allowed)
+    if focus and rng.random() < profile.focus_bias:
+        target = rng.choice(focus)
+    if kind in _LASTING and rng.random() < profile.long_fraction:
+        dur = rng.randint(profile.long_duration_us, profile.long_duration_us * 3 // 2)
+    elif kind == "partition" and profile.partition_us is not None:
+        dur = rng.randint(*profile.partition_us)
+    return target, dur
+
+
 def generate(
     profile: FaultProfile, targets: Targets, *, duration_us: int, seed: int
 ) -> FaultSchedule:
@@ -271,7 +329,8 @@ def generate(
     kinds = sorted(rates)
     if profile.swarm:
         rng = random.Random(derive_seed(seed, "swarm"))
-        chosen = [k for k in kinds if rng.random() < 0.5]
+        weights = dict(profile.swarm_weights)
+        chosen = [k for k in kinds if rng.random() < weights.get(k, 0.5)]
         kinds = (chosen or [kinds[rng.randrange(len(kinds))]]) if kinds else []
     events: list[FaultEvent] = []
     for kind in kinds:

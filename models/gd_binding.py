@@ -17,7 +17,13 @@ Theory of operation
   logs that message; a delivered payload is a ``Data`` whose ``attributes`` the invariants
   compare with the logged ones; :func:`gapless.impl.gd.messages.wire` summarises messages;
 * coverage: ``Observe`` effects (emitted when ``GDConfig.coverage`` is on) name lattice
-  transitions; the world counts them.
+  transitions; the world counts them. Each input that changes a role's state also counts the
+  rule of the dispatch table that took it (:func:`rule_label`, e.g. ``"R:IB Receive(Nack)"``,
+  the rows of ``spec/gd.md``'s map) and, with each lattice label that step emitted, the pair
+  (``"R:IB Receive(Nack) C:N->C"``): the per-transition coverage a campaign reports and a
+  guided campaign feeds back (:mod:`gapless.spark_fuzz.transitions`). The world asks for the
+  rule (``coverage``) right after the step and for the lattice labels (``effect_labels``) as
+  it handles the step's effects, so the binding pairs them with the rule it last named.
 """
 
 from __future__ import annotations
@@ -35,7 +41,7 @@ from gapless.impl.gd.config import GDConfig
 from gapless.impl.gd.messages import wire
 from gapless.impl.gd.topology import GDTopology, SubscriberSpec
 from gapless.impl.gd.variants import VARIANTS
-from gapless.impl.inputs import Publish
+from gapless.impl.inputs import Publish, Receive, TimerFired
 from gapless.impl.trace import Wire
 from gapless.impl.variants import resolve
 from gapless.invariants.checker import CheckContext, SubscriptionInfo
@@ -45,7 +51,14 @@ from gapless.models.workload import PublishEvent, Workload
 
 _PMAP = type(pmap())
 
-__all__ = ["GDBinding", "check_context", "logged_tick", "make_binding", "to_gd_topology"]
+__all__ = [
+    "GDBinding",
+    "check_context",
+    "logged_tick",
+    "make_binding",
+    "rule_label",
+    "to_gd_topology",
+]
 
 
 def to_gd_topology(graph: nx.Graph, workload: Workload) -> GDTopology:
@@ -75,6 +88,21 @@ def logged_tick(persist: Persist) -> tuple[str, int, Mapping[str, Any]] | None:
     return gd.logged(persist)
 
 
+def rule_label(state: Any, inp: Any) -> str:
+    """The coverage label of the dispatch-table rule that took ``inp`` at ``state``'s role:
+    ``"R:<role> <input>"``, the input read as the rule map reads it (``Publish``,
+    ``Receive(Nack)``, ``TimerFired(gct)``) [GD §2-4]."""
+    t = type(inp)
+    if t is Receive:
+        what = f"Receive({type(inp.msg).__name__})"
+    elif t is TimerFired:
+        key = inp.key
+        what = f"TimerFired({key[2] if isinstance(key, tuple) and len(key) > 2 else '?'})"
+    else:
+        what = t.__name__
+    return f"R:{getattr(type(state), 'ROLE', type(state).__name__)} {what}"
+
+
 @final
 class GDBinding:
     """GD roles as the world drives them (see module doc)."""
@@ -93,6 +121,10 @@ class GDBinding:
         self.aet_us = int(config.aet_us)
         self.ack_expected_period_us = int(config.ack_expected_period_us)
         self.wire = wire
+        #: the rule of the step whose effects the world is handling (see the module doc)
+        self._rule = ""
+        self._rules: dict[tuple[Any, ...], tuple[str]] = {}
+        self._pairs: dict[tuple[str, tuple[str, ...]], tuple[str, ...]] = {}
 
     def initial_states(self) -> dict[str, Any]:
         states: dict[str, Any] = dict(gd.initial_states(self.topology, self.config, self.policy))
@@ -117,8 +149,32 @@ class GDBinding:
     def effect_labels(self, effect: Effect | Any) -> tuple[str, ...] | None:
         """The coverage labels of an ``Observe`` effect (None for any other effect)."""
         if self._observe is not None and isinstance(effect, self._observe):
-            return tuple(str(label) for label in effect.labels)
+            labels = tuple(str(label) for label in effect.labels)
+            rule = self._rule
+            if not rule:
+                return labels
+            pairs = self._pairs.get((rule, labels))
+            if pairs is None:
+                pairs = self._pairs[(rule, labels)] = labels + tuple(
+                    f"{rule} {label}" for label in labels
+                )
+            return pairs
         return None
+
+    def coverage(self, before: Any, after: Any, inp: Any) -> tuple[str, ...]:
+        """The rule that took ``inp`` (called by the world when it changed the state)."""
+        t = type(inp)
+        if t is Receive:
+            key: tuple[Any, ...] = (type(after), t, type(inp.msg))
+        elif t is TimerFired and isinstance(inp.key, tuple) and len(inp.key) > 2:
+            key = (type(after), t, inp.key[2])
+        else:
+            key = (type(after), t)
+        got = self._rules.get(key)
+        if got is None:
+            got = self._rules[key] = (rule_label(after, inp),)
+        self._rule = got[0]
+        return got
 
     def wire_of(self, msg: Any) -> Wire:
         result: Wire = self.wire(msg)
@@ -161,4 +217,5 @@ def check_context(
         # a binding without the pubend's liveness rule (a toy) leaves it unjudged
         aet_us=getattr(binding, "aet_us", None),
         ack_expected_period_us=getattr(binding, "ack_expected_period_us", None),
+        links=tuple(sorted((min(a, b), max(a, b)) for a, b in graph.edges)),
     )

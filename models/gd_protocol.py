@@ -67,6 +67,7 @@ ENTRY: Final = ProtocolEntry(
         "exactly_once",
         "no_e",
         "minimal_traffic",
+        "down_link_routing",
     ),
     context=check_context,
     checker=Checker,

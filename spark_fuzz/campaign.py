@@ -34,7 +34,9 @@ import attrs
 
 from gapless.spark_fuzz.config import CampaignConfig, canonical_json
 from gapless.spark_fuzz.execute import SeedResult, prepare, run_chunk, run_chunks
+from gapless.spark_fuzz.guided import aligned_chunks, blind_twin, run_guided, versus_blind
 from gapless.spark_fuzz.store import CampaignStore, chunk_ranges, read_rows
+from gapless.spark_fuzz.transitions import coverage_report
 
 __all__ = [
     "EXECUTORS",
@@ -236,11 +238,54 @@ def summarise(store: CampaignStore, config: CampaignConfig) -> dict[str, Any]:
         "timeouts": verdicts.get("timeout", 0),
         "by_invariant": counts["by_invariant"],
         "by_fault_kind": counts["by_fault_kind"],
+        "coverage": coverage_report(
+            config.protocol, read_rows(store.root).to_pylist(), store.committed_ranges()
+        ),
         "directory": str(store.root),
     }
 
 
 def run_campaign(
+    config: CampaignConfig,
+    *,
+    executor: str = "spark",
+    processes: int = 2,
+    progress: Progress | None = None,
+    spark_context: Any = None,
+) -> CampaignRun:
+    """Run (or resume) ``config``; see the module docstring. ``KeyboardInterrupt`` stops it
+    cleanly: finished chunks stay committed and the result says ``interrupted``. Pass a
+    running ``spark_context`` to share one Spark session between campaigns (it is not
+    stopped). A guided campaign (``config.guided``) first runs its blind twin
+    (:func:`gapless.spark_fuzz.guided.blind_twin`) and reports the two coverage growths side
+    by side under ``versus_blind``."""
+    if not config.guided:
+        return _run_one(
+            config,
+            executor=executor,
+            processes=processes,
+            progress=progress,
+            spark_context=spark_context,
+        )
+    twin = _run_one(
+        blind_twin(config),
+        executor=executor,
+        processes=processes,
+        progress=progress,
+        spark_context=spark_context,
+    )
+    run = _run_one(
+        config,
+        executor=executor,
+        processes=processes,
+        progress=progress,
+        spark_context=spark_context,
+    )
+    run.summary["versus_blind"] = versus_blind(run.summary, twin.summary)
+    return run
+
+
+def _run_one(
     config: CampaignConfig,
     *,
     executor: str = "spark",
@@ -269,7 +314,7 @@ def run_campaign(
         if executor == "spark":
             parallelism = _master_cores(config.master)
         chunk = config.chunk_size or _auto_chunk(len(missing), parallelism)
-        chunks = chunk_ranges(missing, chunk)
+        chunks = aligned_chunks(config, missing) if config.guided else chunk_ranges(missing, chunk)
         if progress.on_plan:
             progress.on_plan(len(missing), skipped, len(chunks))
 
@@ -280,7 +325,17 @@ def run_campaign(
                 progress.on_chunk(first, last, _verdicts(results))
 
         try:
-            if chunks:
+            if chunks and config.guided:
+                run_guided(
+                    config,
+                    store,
+                    chunks,
+                    commit,
+                    executor=executor,
+                    processes=processes,
+                    spark_context=spark_context,
+                )
+            elif chunks:
                 if executor == "spark":
                     _execute_spark(
                         config, config_json, chunks, commit, progress, timings, spark_context

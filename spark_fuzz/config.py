@@ -47,7 +47,7 @@ __all__ = [
     "load_config",
 ]
 
-FAULT_PROFILES: Final = ("rates", "swarm")
+FAULT_PROFILES: Final = ("rates", "swarm", "rules")
 MAX_SEED: Final = 10**12 - 1
 """The largest seed a campaign's store can hold: a committed chunk's file is named by its first
 and last seed in 12 digits (``part-<first>-<last>.parquet``, ``store.py``), and the ``seed``
@@ -85,6 +85,7 @@ class CampaignConfig:
     out: str = "out/campaigns"
     master: str = "local[*]"
     partitions: int = 0
+    guided: bool = False
 
     @property
     def campaign_id(self) -> str:
@@ -105,6 +106,8 @@ class CampaignConfig:
             "duration_s": self.duration_s,
             "invariants": list(self.invariants),
             "timeout_s": self.timeout_s,
+            # only when on, so the ids of blind campaigns stay what they were
+            **({"guided": True} if self.guided else {}),
         }
 
     def identity_digest(self) -> str:
@@ -152,6 +155,7 @@ TOP_LEVEL_KEYS: Final[dict[str, str]] = {
     "chunk_size": "seeds per committed chunk: an integer >= 0 (0 = automatic)",
     "partitions": "an integer >= 0: Spark tasks in flight (0 = automatic)",
     "shrink": "true or false",
+    "guided": "true or false (coverage-guided schedules beside a blind twin campaign)",
     "max_counterexamples": "an integer >= 0",
     "shrink_runs": "an integer >= 1 (simulations allowed per shrink)",
     "out": "an output directory",
@@ -160,7 +164,10 @@ TOP_LEVEL_KEYS: Final[dict[str, str]] = {
     "workload": "a table of workload keys",
     "faults": "a table with 'profile' and 'rates'",
 }
-_FAULT_KEYS: Final = {"profile": "'rates' or 'swarm'", "rates": "a table fault kind -> rate"}
+_FAULT_KEYS: Final = {
+    "profile": "'rates', 'swarm' or 'rules'",
+    "rates": "a table fault kind -> rate",
+}
 _MASTER_RE: Final = re.compile(
     r"^(local|local\[(\*|[1-9][0-9]*)\]|local\[(\*|[1-9][0-9]*),[1-9][0-9]*\]"
     r"|local-cluster\[[1-9][0-9]*,[1-9][0-9]*,[1-9][0-9]*\]|spark://[^\s/:]+:[0-9]{1,5})$"
@@ -275,8 +282,9 @@ def load_config(
     _check_seed_range(data, where)
     _check_number(data, "duration_s", 3600.0, where)
     _check_number(data, "timeout_s", 86400.0, where)
-    if "shrink" in data and not isinstance(data["shrink"], bool):
-        raise _fail("shrink", data["shrink"], TOP_LEVEL_KEYS["shrink"], where)
+    for flag in ("shrink", "guided"):
+        if flag in data and not isinstance(data[flag], bool):
+            raise _fail(flag, data[flag], TOP_LEVEL_KEYS[flag], where)
     if "master" in data and (
         not isinstance(data["master"], str) or not _MASTER_RE.match(data["master"])
     ):
@@ -299,7 +307,7 @@ def load_config(
             )
     profile = faults.get("profile", "rates")
     if profile not in FAULT_PROFILES:
-        raise _fail("faults.profile", profile, "'rates' or 'swarm'", where)
+        raise _fail("faults.profile", profile, _FAULT_KEYS["profile"], where)
     rates = faults.get("rates", {})
     if not isinstance(rates, Mapping):
         raise _fail("faults.rates", rates, _FAULT_KEYS["rates"], where)
@@ -334,6 +342,7 @@ def load_config(
         out=data.get("out", "out/campaigns"),
         master=data.get("master", "local[*]"),
         partitions=data.get("partitions", 0),
+        guided=data.get("guided", False),
     )
     if check_backend:
         check_against_backend(config, where)

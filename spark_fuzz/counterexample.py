@@ -29,6 +29,7 @@ from gapless.impl.trace import DIGEST_VERSION
 from gapless.spark_fuzz.backend import Backend, BackendError, Outcome, load_backend
 from gapless.spark_fuzz.config import CampaignConfig, canonical_json
 from gapless.spark_fuzz.execute import prepare
+from gapless.spark_fuzz.guided import schedule_for
 from gapless.spark_fuzz.shrink import shrink
 
 __all__ = [
@@ -101,7 +102,7 @@ def shrink_seed(
     """Shrink the failing ``seed`` of ``config`` to a counterexample."""
     config_json = canonical_json(config.to_data())
     _config, backend, spec = prepare(config_json)
-    schedule = backend.generate_schedule(spec, seed)
+    schedule = schedule_for(config, backend, spec, seed)  # a guided campaign's stored one
     result = shrink(
         backend,
         spec,

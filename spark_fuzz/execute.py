@@ -125,9 +125,10 @@ def _outcome_row(
     }
 
 
-def run_seed(config_json: str, seed: int) -> SeedResult:
+def run_seed(config_json: str, seed: int, schedule_data: Any = None) -> SeedResult:
     """Run one seed of the campaign described by ``config_json``; never raises for a failing
-    simulation (verdict ``error`` or ``timeout`` instead)."""
+    simulation (verdict ``error`` or ``timeout`` instead). ``schedule_data`` (the backend's
+    data of a schedule) replaces the one the seed generates (a guided campaign's plan)."""
     config, backend, spec = prepare(config_json)
     started = time.perf_counter()
     kinds: tuple[str, ...] = ()
@@ -141,7 +142,10 @@ def run_seed(config_json: str, seed: int) -> SeedResult:
         previous = signal.signal(signal.SIGALRM, _alarm)
         signal.setitimer(signal.ITIMER_REAL, config.timeout_s)
     try:
-        schedule = backend.generate_schedule(spec, seed)
+        if schedule_data is None:
+            schedule = backend.generate_schedule(spec, seed)
+        else:
+            schedule = backend.schedule_from_data(schedule_data)
         events = backend.schedule_events(schedule)
         n_events = len(events)
         kinds = tuple(sorted({backend.event_kind(e) for e in events}))

@@ -31,6 +31,7 @@ from typing import Any, Final
 
 from gapless.impl.errors import GaplessError
 from gapless.spark_fuzz.store import iter_campaign_dirs, read_faults, read_rows
+from gapless.spark_fuzz.transitions import coverage_report
 
 __all__ = ["ReportError", "lattice_transitions", "write_report"]
 
@@ -160,7 +161,10 @@ def _plots(cdir: Path, target: Path, prefix: str) -> dict[str, str]:
     coverage: Counter[str] = Counter()
     for r in rows:
         if r["coverage"]:
-            coverage.update(json.loads(r["coverage"]))
+            # the lattice transitions only: the rules and their pairs are listed in the page
+            coverage.update(
+                {k: v for k, v in json.loads(r["coverage"]).items() if not k.startswith("R:")}
+            )
     never = never_exercised(coverage)
     _coverage_plot(plt, coverage, never, what)
     fig = plt.gcf()
@@ -258,6 +262,7 @@ def _section(cdir: Path, target: Path, link_dir: Path, index: int) -> str:
             + ", ".join(f"<code>{esc(t)}</code>" for t in never)
             + "</p>"
         )
+    out.append(_transitions_html(config["protocol"], rows.to_pylist(), esc))
     cxs = sorted((cdir / "_counterexamples").glob("seed-*.json"))
     if cxs:
         out.append("<h3>counterexamples</h3><ul>")
@@ -277,6 +282,22 @@ def _section(cdir: Path, target: Path, link_dir: Path, index: int) -> str:
             )
         out.append("</ul>")
     return "\n".join(out)
+
+
+def _transitions_html(protocol: str, rows: list[dict[str, Any]], esc: Any) -> str:
+    """The per-transition coverage of a campaign (:mod:`gapless.spark_fuzz.transitions`):
+    how many of the transitions the roles can take were reached, and the ones never reached."""
+    cov = coverage_report(protocol, rows)
+    if not cov["reachable"]:
+        return ""
+    never = cov["never_reached"]
+    text = (
+        f"<p>transitions the roles can take (rules of the dispatch table and lattice "
+        f"transitions): {cov['reached']} of {cov['reachable']} reached by some schedule"
+    )
+    if never:
+        text += "; never reached: " + ", ".join(f"<code>{esc(t)}</code>" for t in never)
+    return text + "</p>"
 
 
 def write_report(directory: str | Path) -> Path:

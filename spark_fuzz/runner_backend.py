@@ -45,6 +45,7 @@ from gapless.models.runner import (
 )
 from gapless.models.workload import WorkloadSpec
 from gapless.spark_fuzz.outcome import Outcome
+from gapless.spark_fuzz.profiles import rules_profile
 
 __all__ = ["RunnerBackend"]
 
@@ -161,7 +162,7 @@ class RunnerBackend:
                     f"key 'workload.{key}' = {value!r}; expected {_WORKLOAD_KEYS[key]}"
                 )
         rates = dict(config.fault_rates)
-        if not rates and config.fault_profile == "rates":
+        if not rates and config.fault_profile in ("rates", "rules"):
             rates = dict(DEFAULT_RATES)
         if not config.fault_rates and set(DEFAULT_RATES) - set(self.entry.fault_kinds):
             # the defaults of the kinds this protocol takes (e.g. no message duplication
@@ -169,9 +170,16 @@ class RunnerBackend:
             rates = {k: r for k, r in DEFAULT_RATES.items() if k in self.entry.fault_kinds}
         try:
             workload = WorkloadSpec(**wl)
-            faults = FaultProfile(
-                rates=tuple(sorted(rates.items())), swarm=config.fault_profile == "swarm"
-            )
+            if config.fault_profile == "rules":
+                faults = rules_profile(
+                    rates,
+                    self.entry.topologies[config.topology](),
+                    self.entry.config_type(),
+                )
+            else:
+                faults = FaultProfile(
+                    rates=tuple(sorted(rates.items())), swarm=config.fault_profile == "swarm"
+                )
             spec = RunSpec(
                 protocol=config.protocol,
                 variant=config.variant,

@@ -33,6 +33,8 @@ Fields and the paper's rule:
   AET acked, ``T = now - AET``.
 * ``periodic_ack_expected`` [GD §3.2]: the pubend checks that condition every
   ``ack_expected_period_us`` and sends AckExpected when it fails (True).
+* ``route_around_down_links`` [GD §3.1]: knowledge towards a cell goes only on an up link of
+  the bundle (sideways when none); False: a failed member is still chosen by the pubend hash.
 * ``repeat_nacks`` [GD §3.2]: unsatisfied nacks are repeated every NRT (and AckExpected nacks
   every Q tick again); False: a subend never nacks a tick twice.
 
@@ -127,6 +129,7 @@ class GDPolicy:
     repeat_nacks: bool = True
     ack_expected_point: Callable[[int, int], int] = paper_ack_expected_point
     periodic_ack_expected: bool = True
+    route_around_down_links: bool = True
 
 
 PAPER_POLICY: GDPolicy = GDPolicy()

@@ -82,7 +82,8 @@ def _route_now(st: NodeState, p: str, cell: str) -> tuple[str, str | None] | Non
     ctx = st.ctx
     brokers = ctx.cell_brokers[cell]
     neighbours = ctx.neighbours
-    linked = [b for b in brokers if b in neighbours and b not in st.links_down]
+    avoid = ctx.policy.route_around_down_links
+    linked = [b for b in brokers if b in neighbours and (b not in st.links_down or not avoid)]
     if linked:
         n = len(brokers)
         k = ctx.numbers[p]

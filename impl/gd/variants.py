@@ -278,5 +278,18 @@ VARIANTS: Final[dict[str, Variant]] = {
         ),
         periodic_ack_expected=False,
     ),
+    "route-into-down-link": _bug(
+        "route-into-down-link",
+        ("down_link_routing",),
+        ("link_fail", "stall_link", "partition"),
+        (
+            "A broker routing knowledge towards a cell keeps the bundle member the pubend hash "
+            "picks even when its link is down, instead of another up link of the bundle or a "
+            "cell neighbour [GD §3.1]. The messages are lost until the link heals, then nacks "
+            "repair them: subscribers see only delay. *down_link_routing* catches it; needs a "
+            "failed member of a bundle (Figure 3's p1-b1 or p1-b2 link) while data flows."
+        ),
+        route_around_down_links=False,
+    ),
 }
 """GD's planted bugs by name."""

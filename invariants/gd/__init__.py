@@ -4,8 +4,9 @@
 (``Checker(ctx, names, plugins=PLUGINS)``, the default): the delivery invariants
 (:mod:`gapless.invariants.gd.delivery`), the wire-conformance ones
 (:mod:`gapless.invariants.gd.conformance`), minimal traffic
-(:mod:`gapless.invariants.gd.traffic`) and the AckExpected timing rule
-(:mod:`gapless.invariants.gd.timing`). Their names, in report order, are
+(:mod:`gapless.invariants.gd.traffic`), the AckExpected timing rule
+(:mod:`gapless.invariants.gd.timing`) and the link-bundle rule
+(:mod:`gapless.invariants.gd.links`). Their names, in report order, are
 ``gapless.invariants.INVARIANTS``.
 """
 
@@ -15,16 +16,25 @@ from typing import Final
 
 from gapless.invariants.gd.conformance import GDConformance
 from gapless.invariants.gd.delivery import GDDelivery
+from gapless.invariants.gd.links import GDDownLinkRouting
 from gapless.invariants.gd.timing import GDAckExpectedTiming
 from gapless.invariants.gd.traffic import GDMinimalTraffic
 from gapless.invariants.plugin import Plugin
 
-__all__ = ["PLUGINS", "GDAckExpectedTiming", "GDConformance", "GDDelivery", "GDMinimalTraffic"]
+__all__ = [
+    "PLUGINS",
+    "GDAckExpectedTiming",
+    "GDConformance",
+    "GDDelivery",
+    "GDDownLinkRouting",
+    "GDMinimalTraffic",
+]
 
 PLUGINS: Final[tuple[type[Plugin], ...]] = (
     GDDelivery,
     GDConformance,
     GDMinimalTraffic,
     GDAckExpectedTiming,
+    GDDownLinkRouting,
 )
 """GD's plug-ins, in the order they judge a record."""

@@ -69,6 +69,7 @@ class Net:
         self.logged: dict[tuple[str, int], tuple[int, Any]] = {}
         self.connected: dict[str, int] = {}
         self.persists: dict[tuple[str, Any], Persist] = {}
+        self.link_log: list[tuple[int, frozenset[str], bool]] = []
         for n in sorted(self.states):
             self.push(0, n, Restart())
 
@@ -119,6 +120,7 @@ class Net:
         self.down.add(node)
 
     def link(self, a: str, b: str, up: bool, at: int) -> None:
+        self.link_log.append((at, frozenset((a, b)), up))
         self.push(at, a, LinkChanged(neighbour=b, up=up))
         self.push(at, b, LinkChanged(neighbour=a, up=up))
 
@@ -164,8 +166,19 @@ class Net:
     def nacks(self) -> list[tuple[int, str, str, Nack]]:
         return [(t, a, b, m) for t, a, b, m in self.sent if isinstance(m, Nack)]
 
+    def down_at(self, a: str, b: str, t: int) -> bool:
+        """Whether ``net.link`` took the link a-b down before ``t`` (and not back up)."""
+        state = False
+        for at, ab, up in self.link_log:
+            if ab == {a, b} and at < t:
+                state = not up
+        return state
+
     def conformance(self, min_rep: int) -> list[str]:
         out: list[str] = []
+        for t, a, b, m in self.sent:
+            if isinstance(m, (Knowledge, Nack)) and self.down_at(a, b, t):
+                out.append(f"down link: {a} sent {type(m).__name__} to {b} at {t}, link down")
         last: dict[tuple[str, str, int], int] = {}
         nacked: dict[tuple[str, str], list[tuple[int, int]]] = {}
         for t, a, b, m in self.sent:
@@ -390,6 +403,20 @@ def zoo_run(policy: GDPolicy, scenario: str) -> Net:
         net = make(two_shb(("x == 1", "*")), policy)
         publish(net, 30, x=lambda i: i % 2)
         net.run(2_000_000)
+    elif scenario == "bundle":  # p-b1, one member of the bundle p -> {b1, b2}, fails a while
+        topo = GDTopology(
+            brokers={"p": ("PHB", "p"), "b1": ("IB", "B"), "b2": ("IB", "B"), "s": ("SHB", "s")},
+            links=[("p", "b1"), ("p", "b2"), ("b1", "b2"), ("b1", "s"), ("b2", "s")],
+            pubends={"P0": "p", "P1": "p"},
+            cell_edges=[("p", "B"), ("B", "s")],
+            subscribers={"u": SubscriberSpec(shb="s", filter="*")},
+        )
+        net = make(topo, policy)
+        publish(net, 40)
+        net.drop = drop_window("p", "b1", 100_000, 300_000)
+        net.link("p", "b1", False, 100_000)
+        net.link("p", "b1", True, 300_000)
+        net.run(3_000_000)
     elif scenario == "tail":  # the last message is lost, then the publishers pause
         net = make(two_shb(), policy, aet_us=1_000_000)
         publish(net, 20)
@@ -437,6 +464,7 @@ SCENARIO: dict[str, str] = {
     "no-nack-repetition": "nack-loss",
     "ack-expected-now": "tail",
     "no-ack-expected": "tail",
+    "route-into-down-link": "bundle",
 }
 
 

@@ -44,6 +44,7 @@ def _ctx(graph_fn: Any = fig3, subs: tuple[SubscriptionInfo, ...] | None = None)
         payload_attributes=lambda payload: payload,
         aet_us=AET,
         ack_expected_period_us=AE_PERIOD,
+        links=tuple(sorted((min(a, b), max(a, b)) for a, b in g.edges)),
     )
 
 
@@ -467,6 +468,43 @@ CASES += [
     ("ack_expected_timing", lambda: _ack_expected(15_000), lambda: _ack_expected(9_000)),
     ("ack_expected_timing", lambda: _aet_late(), lambda: _aet_late(expect_at=10_700)),
     ("ack_expected_timing", lambda: _aet_late(), lambda: _aet_late(acked=True)),
+]
+
+
+def _down_link(
+    kind: str, src: str, to: str, *, fault: tuple[str, str] = ("link_fail", "p1|b1")
+) -> T:
+    """``fault`` starts at 100 µs; at 200 µs ``src`` sends a ``kind`` message of P1 to ``to``
+    (Figure 3: p1 reaches cell IB1 through p1-b1 and p1-b2; b1 and b2 are cell neighbours)."""
+    w = Wire(kind=kind, pubend="P1", data_ticks=(tick(10),) if kind == "data" else ())
+    if kind == "nack":
+        w = Wire(kind="nack", pubend="P1", nack_ranges=((0, tick(10)),))
+    return T().fault(100, *fault).send(200, src, to, w)
+
+
+def _down_link_healed() -> T:
+    t = T().fault(100, "link_fail", "p1|b1").fault(150, "link_fail", "p1|b1", phase="end")
+    return t.send(200, "p1", "b1", Wire(kind="silence", pubend="P1", final_ranges=((0, 5),)))
+
+
+CASES += [
+    (
+        "down_link_routing",
+        lambda: _down_link("data", "p1", "b1"),
+        lambda: _down_link("data", "p1", "b2"),
+    ),
+    ("down_link_routing", lambda: _down_link("silence", "p1", "b1"), _down_link_healed),
+    (
+        "down_link_routing",
+        lambda: _down_link("nack", "b1", "p1"),
+        lambda: _down_link("nack", "b2", "p1"),
+    ),
+    (
+        "down_link_routing",
+        lambda: _down_link("data", "b1", "s1", fault=("link_fail", "b1|s1")),
+        # the whole bundle p1 -> IB1 down: no up path to route around to (not judged)
+        lambda: _down_link("data", "p1", "b1", fault=("partition", "b1,b2,s1,s2")),
+    ),
 ]
 
 

@@ -96,11 +96,17 @@ def test_the_modules_are_the_ones_the_protocol_runs() -> None:
         ({"bogus": "1"}, "unknown parameter"),
         ({"mutants": "0"}, "integer >= 1"),
         ({"schedules": "ten"}, "integer >= 1"),
+        ({"total_order": "-1"}, "integer >= 0"),
     ],
 )
 def test_bad_parameters_are_named(given: dict[str, str], wanted: str) -> None:
     with pytest.raises(ValueError, match=wanted):
         _params(given)
+
+
+def test_the_total_order_campaign_is_off_unless_asked_for() -> None:
+    assert _params({})["total_order"] == 0
+    assert _params({"total_order": "50"})["total_order"] == 50
 
 
 def test_a_staged_mutant_reaches_the_tests_and_the_spark_workers() -> None:
