@@ -82,6 +82,15 @@ from gapless.impl.durable.release import (
     shb_resume_point,
     shb_send_report,
 )
+from gapless.impl.durable.shb_inputs import (
+    Ack,
+    Connect,
+    Disconnect,
+    Emit,
+    Lost,
+    Subscribe,
+    Tick,
+)
 from gapless.impl.durable.storage import (
     Flush,
     PutCheckpoint,
@@ -122,74 +131,6 @@ __all__ = [
 
 NEVER: Final = -1
 """``asked`` of a catchup stream that has nacked nothing yet."""
-
-
-# ------------------------------------------------------------------------------ inputs
-
-
-@final
-@attrs.frozen(kw_only=True)
-class Subscribe:
-    """A new durable subscriber ``subscriber`` with content filter ``filter`` connects; it
-    starts at ``latestDelivered(p)`` for every pubend [DUR §2, §4.1]."""
-
-    subscriber: str
-    filter: str
-    connection: int = 0
-
-
-@final
-@attrs.frozen(kw_only=True)
-class Connect:
-    """Durable subscriber ``subscriber`` reconnects presenting ``ct`` (None in ack mode
-    ``SHB``: the SHB resumes it from the CT it kept) [DUR §2]."""
-
-    subscriber: str
-    ct: CheckpointToken | None
-    connection: int = 0
-
-
-@final
-@attrs.frozen(kw_only=True)
-class Disconnect:
-    """``subscriber``'s connection ended (its subscription stays)."""
-
-    subscriber: str
-
-
-@final
-@attrs.frozen(kw_only=True)
-class Ack:
-    """``subscriber`` acknowledges ``ct``: it consumed every message it covers [DUR §2]."""
-
-    subscriber: str
-    ct: CheckpointToken
-
-
-@final
-@attrs.frozen(kw_only=True)
-class Lost:
-    """From upstream: ticks ``[start, end]`` of ``pubend`` are L (released) [DUR §3]."""
-
-    pubend: str
-    start: int
-    end: int
-
-
-@final
-@attrs.frozen(kw_only=True)
-class Tick:
-    """The SHB's periodic timer: report release pairs, retry nacks."""
-
-
-@final
-@attrs.frozen(kw_only=True)
-class Emit:
-    """An observable fact: the ``dur_*`` record ``kind`` with ``detail`` (a value class of
-    :mod:`gapless.impl.durable.records`). A ``dur_message`` is the delivery itself."""
-
-    kind: str
-    detail: Any
 
 
 # ------------------------------------------------------------------------------ state
@@ -624,6 +565,21 @@ def _accumulate(k: KnowledgeStream, msg: Knowledge) -> KnowledgeStream:
     return k
 
 
+def _learn(state: ShbState, p: str, k: KnowledgeStream) -> tuple[ShbState, Effects]:
+    """The knowledge of ``p`` became ``k``: the constream, then the catchup streams advance,
+    then what no stream needs is forgotten. When that changes nothing (a repeated message,
+    or one about ticks already forgotten), the input is ignored: the same state and ``()``."""
+    view = state.views[p]
+    new = attrs.evolve(state, views=state.views.set(p, attrs.evolve(view, knowledge=k)))
+    new, fx = _constream(new, p)
+    if not fx:
+        new, fx = _catchups(new, p)
+        new = _forget(new, p)
+    if not fx and new.views[p].knowledge == view.knowledge:
+        return state, ()
+    return new, fx
+
+
 def on_knowledge(state: ShbState, msg: Knowledge, now: int) -> tuple[ShbState, Effects]:
     """Knowledge from upstream (first-time or a nack's answer): the constream and the
     catchup streams of its pubend advance as far as it allows."""
@@ -636,12 +592,7 @@ def on_knowledge(state: ShbState, msg: Knowledge, now: int) -> tuple[ShbState, E
         return state, _reject(f"knowledge at {state.config.shb!r}: {err}", msg)
     if k == view.knowledge:
         return state, ()
-    state = attrs.evolve(state, views=state.views.set(msg.pubend, attrs.evolve(view, knowledge=k)))
-    state, fx = _constream(state, msg.pubend)
-    if fx:
-        return state, fx
-    state, fx = _catchups(state, msg.pubend)
-    return _forget(state, msg.pubend), fx
+    return _learn(state, msg.pubend, k)
 
 
 def on_lost(state: ShbState, msg: Lost, now: int) -> tuple[ShbState, Effects]:
@@ -652,8 +603,7 @@ def on_lost(state: ShbState, msg: Lost, now: int) -> tuple[ShbState, Effects]:
     k = view.knowledge.accumulate(msg.start, msg.end, L)
     if k == view.knowledge:
         return state, ()
-    state = attrs.evolve(state, views=state.views.set(msg.pubend, attrs.evolve(view, knowledge=k)))
-    return _catchups(state, msg.pubend)
+    return _learn(state, msg.pubend, k)
 
 
 def on_tick(state: ShbState, inp: Tick, now: int) -> tuple[ShbState, Effects]:

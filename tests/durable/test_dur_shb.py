@@ -68,6 +68,7 @@ from gapless.impl.durable.storage import (
     PutReleased,
 )
 from gapless.impl.effects import Rejected, Send
+from gapless.impl.errors import ProtocolMisuse
 from gapless.impl.filters import parse_filter
 from gapless.impl.gd.messages import Data, Knowledge, Nack
 from gapless.impl.trace import TraceRecord
@@ -168,6 +169,7 @@ class ShbMachine(RuleBasedStateMachine):
         self.shb: ShbState = shb_start(self.config)
         self.rejected: list[Rejected] = []
         self.last_crash = 0
+        self.joined: dict[str, dict[str, int]] = {}  # where each subscriber started
 
     # ---------------------------------------------------------------- plumbing
 
@@ -223,6 +225,7 @@ class ShbMachine(RuleBasedStateMachine):
         self.numbers[name] = len(self.numbers)
         start = {p: self.shb.latest_delivered(p) for p in PUBENDS}
         self.subs[name] = Sub(ct=dict(start), acked=[dict(start)], presented=dict(start))
+        self.joined[name] = start
         self.run(on_subscribe, Subscribe(subscriber=name, filter=FILTERS[name]))
 
     @rule(p=st.sampled_from(PUBENDS), k=st.sampled_from("ab"), skip=st.integers(0, 2))
@@ -414,6 +417,24 @@ class ShbMachine(RuleBasedStateMachine):
                 assert got == want, (name, p, s.presented[p], got, want, gaps)
                 assert self.shb.sessions[name].position[p] == self.shb.latest_delivered(p)
                 assert not self.shb.sessions[name].catchup
+        self.pfs_is_precise()
+
+    def pfs_is_precise(self) -> None:
+        """Each live PFS record names exactly the subscribers its event matched [DUR §4.2]
+        (a subscriber joined after the tick was delivered is in no record of it)."""
+        by_number = {n: name for name, n in self.numbers.items()}
+        for p in PUBENDS:
+            pfs = self.shb.views[p].pfs
+            for i in range(pfs.first_index, pfs.next_index):
+                rec = pfs.record(i)
+                data = self.pubs[p].events[rec.timestamp]
+                named = {by_number[s] for s, _prev in rec.entries}
+                assert named, rec
+                for name in named:
+                    assert parse_filter(FILTERS[name]).matches(data.attributes), (name, rec)
+                for name, ct in self.joined.items():
+                    if ct[p] < rec.timestamp and _matches(FILTERS[name], data.attributes):
+                        assert name in named, (name, rec)
 
 
 FAST = settings(max_examples=100, stateful_step_count=60, deadline=None)
@@ -504,3 +525,42 @@ def test_planted_bugs_are_caught(machine: type[ShbMachine], caught_by: str) -> N
     with pytest.raises(AssertionError) as info:
         run_state_machine_as_test(machine, settings=NO_SHRINK)
     assert f"{caught_by} violated" in str(info.value), str(info.value)
+
+
+def test_network_input_is_rejected_and_ignored_input_changes_nothing() -> None:
+    """Unknown subscribers, an ack beyond what was delivered, a CT beyond latestDelivered:
+    a Rejected effect and the same state; a repeated message: the same state and ()."""
+    cfg = ShbConfig(shb=SHB, upstream="phb", pubends=PUBENDS)
+    b0 = shb_start(cfg)
+    for handler, inp in [
+        (on_ack, Ack(subscriber="x", ct=CheckpointToken.of({"p": 1}))),
+        (on_connect, Connect(subscriber="x", ct=None)),
+        (on_disconnect, Disconnect(subscriber="x")),
+        (on_subscribe, Subscribe(subscriber="x", filter="k ==")),
+        (on_knowledge, Knowledge(pubend="zz")),
+        (on_lost, Lost(pubend="p", start=3, end=1)),
+    ]:
+        b1, fx = handler(b0, inp, 0)
+        assert b1 is b0
+        assert len(fx) == 1
+        assert isinstance(fx[0], Rejected)
+    b1, _ = on_subscribe(b0, Subscribe(subscriber="s", filter="*"), 0)
+    b2, fx = on_ack(b1, Ack(subscriber="s", ct=CheckpointToken.of({"p": 5})), 0)
+    assert b2 is b1  # nothing of p was delivered: released(s, p) stays
+    assert any(isinstance(e, Rejected) for e in fx)
+    b3, _ = on_disconnect(b1, Disconnect(subscriber="s"), 0)
+    b4, fx = on_connect(b3, Connect(subscriber="s", ct=CheckpointToken.of({"p": 7})), 0)
+    assert b4 is b3
+    assert isinstance(fx[0], Rejected)
+    msg = Knowledge(pubend="p", silence=((0, 4),))
+    b5, fx = on_knowledge(b1, msg, 0)
+    assert b5.latest_delivered("p") == 4
+    assert on_knowledge(b5, msg, 0) == (b5, ())
+    assert on_knowledge(b5, msg, 0)[0] is b5
+
+
+def test_misconfiguration_raises_typed_errors() -> None:
+    with pytest.raises(ProtocolMisuse, match="pubends"):
+        ShbConfig(shb=SHB, upstream="phb", pubends=("p", "p"))
+    with pytest.raises(ProtocolMisuse, match="window"):
+        ShbConfig(shb=SHB, upstream="phb", pubends=PUBENDS, window=0)
