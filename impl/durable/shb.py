@@ -323,20 +323,23 @@ def _forget(state: ShbState, p: str) -> ShbState:
 def _filter_once(
     state: ShbState, p: str, lo: int, hi: int
 ) -> tuple[PfsStream, Effects, dict[str, list[Data]]]:
-    """Filter each event of ``[lo, hi]`` once against every hosted subscriber: PFS records
-    for the matching numbers, and the events for each connected constream subscriber."""
+    """Filter each event of ``[lo, hi]`` once against every hosted subscriber (an index
+    lookup: the cost grows with the matching subscribers, not with all of them [GD §4.1]):
+    PFS records for the matching numbers, and the events for each matching subscriber that
+    is connected and not in catchup."""
     view = state.views[p]
     pfs = view.pfs
     out: list[Any] = []
     sends: dict[str, list[Data]] = {}
-    on_constream = {name for name, sess in state.sessions.items() if p not in sess.catchup}
+    sessions = state.sessions
     for first, _last, payload in view.knowledge.data(lo, hi):
         if not isinstance(payload, Data):
             continue
         nums = []
         for name in state.index.match(payload.attributes):
             nums.append(state.subs[name].number)
-            if name in on_constream:
+            sess = sessions.get(name)
+            if sess is not None and p not in sess.catchup:
                 sends.setdefault(name, []).append(payload)
         pfs, fx = pfs.write(first, nums)
         out.extend(fx)
@@ -359,19 +362,16 @@ def _constream(state: ShbState, p: str) -> tuple[ShbState, Effects]:
     before = view.release.released()
     view = attrs.evolve(view, pfs=pfs, release=shb_delivered(view.release, h))
     sessions = state.sessions
-    for name, sess in state.sessions.items():
-        if p in sess.catchup:
-            continue
-        t0 = ld  # the constream's own position: a subscriber switched over sits there
-        for data in sends.get(name, ()):
+    for name, datas in sends.items():
+        sess = sessions[name]
+        t0 = sess.position[p]  # its last message (silences come on the timer)
+        for data in datas:
             msg = EventMessage(
                 pubend=p, t0=t0, t=data.tick, payload=data, attributes=data.attributes
             )
             effects.append(_deliver(state, name, msg))
             t0 = data.tick
-        if t0 < h:
-            effects.append(_deliver(state, name, SilenceMessage(pubend=p, t0=t0, t=h)))
-        sessions = sessions.set(name, attrs.evolve(sess, position=sess.position.set(p, h)))
+        sessions = sessions.set(name, attrs.evolve(sess, position=sess.position.set(p, t0)))
     state = attrs.evolve(state, views=state.views.set(p, view), sessions=sessions)
     state, chop = _release_moved(state, p, before)
     state, more = _catchups(state, p)
@@ -628,9 +628,15 @@ def on_tick(state: ShbState, inp: Tick, now: int) -> tuple[ShbState, Effects]:
             )
     sessions = state.sessions
     for name, sess in state.sessions.items():
-        if sess.catchup:
-            fresh = pmap(dict.fromkeys(sess.catchup, NEVER))
-            sessions = sessions.set(name, attrs.evolve(sess, catchup=fresh))
+        pos = sess.position
+        for p in state.config.pubends:  # a silence to whom matched nothing lately [DUR §4.1]
+            ld = views[p].release.latest_delivered
+            if p not in sess.catchup and pos[p] < ld:
+                effects.append(_deliver(state, name, SilenceMessage(pubend=p, t0=pos[p], t=ld)))
+                pos = pos.set(p, ld)
+        fresh = pmap(dict.fromkeys(sess.catchup, NEVER))
+        if pos is not sess.position or fresh != sess.catchup:
+            sessions = sessions.set(name, attrs.evolve(sess, position=pos, catchup=fresh))
     state = attrs.evolve(state, views=views, sessions=sessions)
     for p in state.config.pubends:
         state, fx = _catchups(state, p)
