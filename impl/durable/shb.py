@@ -434,7 +434,7 @@ def on_subscribe(state: ShbState, inp: Subscribe, now: int) -> tuple[ShbState, E
         flt = parse_filter(inp.filter)
     except FilterSyntaxError as err:
         return state, _reject(f"subscribe at {state.config.shb!r}: bad filter: {err}", inp)
-    number = len(state.subs)
+    number = 1 + max((s.number for s in state.subs.values()), default=-1)
     views = state.views
     start: dict[str, int] = {}
     effects: list[Any] = []
