@@ -57,7 +57,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any, Final, final
 
 import attrs
-from pyrsistent import PMap, pmap
+from pyrsistent import PMap, PSet, pmap, pset
 
 from gapless.impl.durable.catchup import catchup_step
 from gapless.impl.durable.ct import CheckpointToken
@@ -211,13 +211,15 @@ class PubendView:
 @attrs.frozen(kw_only=True)
 class ShbState:
     """The SHB (module doc): ``subs`` every durable subscription hosted (``index`` their
-    filters, matched by lookup [GD §4.1]), ``sessions`` the connected ones, ``views`` one per
-    pubend."""
+    filters, matched by lookup [GD §4.1]), ``sessions`` the connected ones (``catching``: those
+    with a catchup stream, so that the constream's work never scans all of them), ``views``
+    one per pubend."""
 
     config: ShbConfig
     subs: PMap[str, Subscription] = attrs.field(factory=pmap)
     index: FilterIndex = attrs.field(factory=FilterIndex)
     sessions: PMap[str, Session] = attrs.field(factory=pmap)
+    catching: PSet[str] = attrs.field(factory=pset)
     views: PMap[str, PubendView] = attrs.field(factory=pmap)
 
     def latest_delivered(self, pubend: str) -> int:
@@ -306,7 +308,8 @@ def _forget(state: ShbState, p: str) -> ShbState:
     needs those ticks later (a reconnection) nacks them upstream."""
     view = state.views[p]
     floor = view.release.latest_delivered
-    for sess in state.sessions.values():
+    for name in state.catching:
+        sess = state.sessions[name]
         if p in sess.catchup:
             floor = min(floor, sess.position.get(p, -1))
     if floor < 0:
@@ -409,13 +412,15 @@ def _catchup(state: ShbState, name: str, p: str) -> tuple[ShbState, Effects]:
     new = attrs.evolve(sess, position=sess.position.set(p, step.position), catchup=catchup)
     if new == sess:
         return state, ()
-    return attrs.evolve(state, sessions=state.sessions.set(name, new)), tuple(effects)
+    catching = state.catching if catchup else state.catching.discard(name)
+    state = attrs.evolve(state, sessions=state.sessions.set(name, new), catching=catching)
+    return state, tuple(effects)
 
 
 def _catchups(state: ShbState, p: str) -> tuple[ShbState, Effects]:
     """Step every catchup stream of pubend ``p``."""
     out: list[Any] = []
-    for name in sorted(state.sessions):
+    for name in sorted(state.catching):
         if p in state.sessions[name].catchup:
             state, fx = _catchup(state, name, p)
             out.extend(fx)
@@ -491,6 +496,7 @@ def on_connect(state: ShbState, inp: Connect, now: int) -> tuple[ShbState, Effec
             catchup=pmap(dict.fromkeys(pubends, NEVER)),
         )
         catchup = frozenset(pubends)
+        state = attrs.evolve(state, catching=state.catching.add(name))
     else:  # the planted shortcut: a gap to latestDelivered, straight onto the constream
         sess = Session(connection=inp.connection, position=pmap(start))
         catchup = frozenset()
@@ -515,7 +521,11 @@ def on_disconnect(state: ShbState, inp: Disconnect, now: int) -> tuple[ShbState,
     if inp.subscriber not in state.sessions:
         return state, _reject(f"disconnect at {state.config.shb!r}: not connected", inp)
     detail = DurDisconnect(subscriber=inp.subscriber, shb=state.config.shb)
-    new = attrs.evolve(state, sessions=state.sessions.remove(inp.subscriber))
+    new = attrs.evolve(
+        state,
+        sessions=state.sessions.remove(inp.subscriber),
+        catching=state.catching.discard(inp.subscriber),
+    )
     return new, (Emit(kind="dur_disconnect", detail=detail),)
 
 

@@ -373,6 +373,8 @@ class ShbMachine(RuleBasedStateMachine):
             rel = self.shb.views[p].release
             assert self.store.order.tables.latest.get(p, -1) == rel.latest_delivered
             assert rel.released() <= rel.latest_delivered
+        in_catchup = {n for n, sess in self.shb.sessions.items() if sess.catchup}
+        assert set(self.shb.catching) == in_catchup
 
     def drain(self) -> None:
         for name, s in sorted(self.subs.items()):
