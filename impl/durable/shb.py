@@ -132,6 +132,9 @@ __all__ = [
 NEVER: Final = -1
 """``asked`` of a catchup stream that has nacked nothing yet."""
 
+NO_FLOOR: Final = 1 << 62
+"""``PubendView.floor`` when no subscriber is registered: above every tick."""
+
 
 # ------------------------------------------------------------------------------ state
 
@@ -200,11 +203,23 @@ class Session:
 @final
 @attrs.frozen(kw_only=True)
 class PubendView:
-    """What the SHB holds of one pubend: ``knowledge``, ``release`` and ``pfs``."""
+    """What the SHB holds of one pubend: ``knowledge``, ``release`` and ``pfs``; ``floor`` is
+    the minimum ``released(s, p)`` over the records (:data:`NO_FLOOR`: none), kept so that
+    the constream learns ``released(p)`` without scanning every subscriber."""
 
     knowledge: KnowledgeStream
     release: ShbRelease
     pfs: PfsStream
+    floor: int = NO_FLOOR
+
+    def released(self) -> int:
+        """``released(p) = min(latestDelivered(p), floor)`` [DUR §4.1]."""
+        return min(self.release.latest_delivered, self.floor)
+
+
+def _floor(rel: ShbRelease) -> int:
+    """The minimum ``released(s, p)`` over the active records (a scan)."""
+    return min((r.released for r in rel.records.values() if r.active), default=NO_FLOOR)
 
 
 @final
@@ -213,13 +228,14 @@ class ShbState:
     """The SHB (module doc): ``subs`` every durable subscription hosted (``index`` their
     filters, matched by lookup [GD §4.1]), ``sessions`` the connected ones (``catching``: those
     with a catchup stream, so that the constream's work never scans all of them), ``views``
-    one per pubend."""
+    one per pubend; ``next_number`` is the PFS number the next subscriber gets."""
 
     config: ShbConfig
     subs: PMap[str, Subscription] = attrs.field(factory=pmap)
     index: FilterIndex = attrs.field(factory=FilterIndex)
     sessions: PMap[str, Session] = attrs.field(factory=pmap)
     catching: PSet[str] = attrs.field(factory=pset)
+    next_number: int = 0
     views: PMap[str, PubendView] = attrs.field(factory=pmap)
 
     def latest_delivered(self, pubend: str) -> int:
@@ -272,9 +288,11 @@ def shb_recover(
             knowledge=KnowledgeStream(),
             release=shb_crash(rel),
             pfs=pfs.get(p) or PfsStream.empty(p),
+            floor=_floor(rel),
         )
     index = FilterIndex.build((name, s.filter) for name, s in subs.items())
-    return ShbState(config=config, subs=pmap(subs), index=index, views=pmap(views))
+    top = 1 + max((s.number for s in subs.values()), default=-1)
+    return ShbState(config=config, subs=pmap(subs), index=index, views=pmap(views), next_number=top)
 
 
 # ------------------------------------------------------------------------------ helpers
@@ -295,7 +313,7 @@ def _release_moved(state: ShbState, p: str, before: int) -> tuple[ShbState, Effe
     """``released(p)`` may have risen from ``before``: chop the PFS up to it (the puts it
     depends on are flushed already)."""
     view = state.views[p]
-    now = view.release.released()
+    now = view.released()
     if now <= before or now < 0:
         return state, ()
     pfs, fx = view.pfs.chop(now)
@@ -362,7 +380,7 @@ def _constream(state: ShbState, p: str) -> tuple[ShbState, Effects]:
     pfs, store_fx, sends = _filter_once(state, p, ld + 1, h)
     pfs, sync_fx = pfs.sync()
     effects: list[Any] = [*store_fx, *sync_fx, PutLatestDelivered(pubend=p, timestamp=h), Flush()]
-    before = view.release.released()
+    before = view.released()
     view = attrs.evolve(view, pfs=pfs, release=shb_delivered(view.release, h))
     sessions = state.sessions
     for name, datas in sends.items():
@@ -439,13 +457,13 @@ def on_subscribe(state: ShbState, inp: Subscribe, now: int) -> tuple[ShbState, E
         flt = parse_filter(inp.filter)
     except FilterSyntaxError as err:
         return state, _reject(f"subscribe at {state.config.shb!r}: bad filter: {err}", inp)
-    number = 1 + max((s.number for s in state.subs.values()), default=-1)
+    number = state.next_number
     views = state.views
     start: dict[str, int] = {}
     effects: list[Any] = []
     for p, view in state.views.items():
         rel, start[p] = shb_join(view.release, inp.subscriber)
-        views = views.set(p, attrs.evolve(view, release=rel))
+        views = views.set(p, attrs.evolve(view, release=rel, floor=min(view.floor, start[p])))
         effects.append(PutReleased(subscriber=number, pubend=p, timestamp=start[p]))
         if state.config.ack_mode is AckMode.SHB:
             effects.append(PutCheckpoint(subscriber=number, pubend=p, timestamp=start[p]))
@@ -465,6 +483,7 @@ def on_subscribe(state: ShbState, inp: Subscribe, now: int) -> tuple[ShbState, E
         state,
         subs=state.subs.set(inp.subscriber, sub),
         index=state.index.add(inp.subscriber, flt),
+        next_number=number + 1,
         sessions=state.sessions.set(inp.subscriber, sess),
         views=views,
     )
@@ -551,8 +570,10 @@ def on_ack(state: ShbState, inp: Ack, now: int) -> tuple[ShbState, Effects]:
         effects.extend(rej)
         if rel is view.release:
             continue
-        moved.append((p, view.release.released()))
-        views = views.set(p, attrs.evolve(view, release=rel))
+        moved.append((p, view.released()))
+        was = view.release.records[name].released
+        floor = _floor(rel) if was == view.floor else view.floor  # acks only raise
+        views = views.set(p, attrs.evolve(view, release=rel, floor=floor))
         effects.append(PutReleased(subscriber=number, pubend=p, timestamp=t))
         if state.config.ack_mode is AckMode.SHB:
             effects.append(PutCheckpoint(subscriber=number, pubend=p, timestamp=t))

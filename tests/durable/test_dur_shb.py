@@ -373,6 +373,7 @@ class ShbMachine(RuleBasedStateMachine):
             rel = self.shb.views[p].release
             assert self.store.order.tables.latest.get(p, -1) == rel.latest_delivered
             assert rel.released() <= rel.latest_delivered
+            assert self.shb.views[p].released() == rel.released()  # the kept floor
         in_catchup = {n for n, sess in self.shb.sessions.items() if sess.catchup}
         assert set(self.shb.catching) == in_catchup
 
