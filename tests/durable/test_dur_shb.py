@@ -35,6 +35,7 @@ from hypothesis.stateful import (
 from gapless.impl.durable import release as rl
 from gapless.impl.durable.ct import CheckpointToken
 from gapless.impl.durable.messages import EventMessage, GapMessage
+from gapless.impl.durable.pfs import PfsStream
 from gapless.impl.durable.records import DurCrash, DurEvent, DurRelease
 from gapless.impl.durable.shb import (
     Ack,
@@ -66,6 +67,7 @@ from gapless.impl.durable.storage import (
     PutLatestDelivered,
     PutPfsMeta,
     PutReleased,
+    StorageOrderError,
 )
 from gapless.impl.effects import Rejected, Send
 from gapless.impl.errors import ProtocolMisuse
@@ -567,3 +569,21 @@ def test_misconfiguration_raises_typed_errors() -> None:
         ShbConfig(shb=SHB, upstream="phb", pubends=("p", "p"))
     with pytest.raises(ProtocolMisuse, match="window"):
         ShbConfig(shb=SHB, upstream="phb", pubends=PUBENDS, window=0)
+
+
+def test_latest_delivered_before_the_pfs_sync_is_refused(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Non-vacuity of the storage order the SHB relies on: with the PFS sync left out,
+    flushing latestDelivered over an unsynced record is refused by the store [DUR §4.1]."""
+    real = PfsStream.sync
+
+    def no_fsync(self: PfsStream) -> tuple[PfsStream, tuple[Any, ...]]:
+        new, fx = real(self)
+        return new, tuple(e for e in fx if not isinstance(e, PfsSync))
+
+    monkeypatch.setattr(PfsStream, "sync", no_fsync)
+    m = ShbMachine()
+    m.configure(rl.AckMode.SUBSCRIBER)
+    m.subscribe()
+    m.publish("p", "a", 0)
+    with pytest.raises(StorageOrderError, match="not synced"):
+        m.drain_shb_only()
