@@ -1,0 +1,202 @@
+"""One step of a catchup stream of the subscriber hosting broker [DUR §4.1, §4.2], pure.
+
+Theory of operation
+-------------------
+A subscriber that reconnects presenting ``CT(s, p)`` below ``latestDelivered(p)`` gets its own
+*catchup stream* for pubend ``p``, whose doubt horizon starts at ``CT(s, p)`` [DUR §4.1]. The
+stream moves its position (the ``t`` of the last message it delivered) towards
+``latestDelivered(p)`` by reading what is known of each tick:
+
+* **from the PFS** [DUR §4.2]: a batch read of the subscriber's ticks after its position
+  (at most ``window`` Q ticks, the read buffer) says which ticks matched (Q: the event must be
+  delivered) and that every other one up to ``known_upto`` is S. A matched tick whose data the
+  SHB holds (D in its knowledge stream) becomes an event message; one that is L there becomes
+  a gap over that tick; one the SHB does not hold (Q) is *nacked* upstream and the stream
+  waits for the answer;
+* **by refiltering** [DUR §1 item 5]: ticks the PFS has chopped (at or below the durable
+  ``released(p)``; a subscriber presenting an older CT needs them) carry no matching
+  information any more; the SHB nacks them and filters what the upstream answers (D: event if
+  it matches, else silence; S: silence; L: a gap).
+
+Nacks are flow-controlled: a stream asks for at most ``window`` ticks at a time, and never
+again for a tick it already asked about (``asked``) until the SHB's retry timer resets it.
+
+:func:`catchup_step` returns where the stream got to, the messages, and the nack ranges; it
+never changes anything itself. The SHB (:mod:`gapless.impl.durable.shb`) switches the stream
+over to the constream when its position reaches ``latestDelivered(p)``, never before.
+"""
+
+from __future__ import annotations
+
+from typing import final
+
+import attrs
+
+from gapless.impl.durable.messages import (
+    EventMessage,
+    GapMessage,
+    SilenceMessage,
+    SubscriberMessage,
+)
+from gapless.impl.durable.pfs import PfsStream
+from gapless.impl.filters import Filter
+from gapless.impl.gd.messages import Data
+from gapless.impl.knowledge import Kind
+from gapless.impl.streams import KnowledgeStream
+
+__all__ = ["CatchupStep", "catchup_step"]
+
+
+@final
+@attrs.frozen(kw_only=True)
+class CatchupStep:
+    """What one step did: the new ``position``, the ``messages`` delivered in order, the
+    inclusive tick ranges to ``nack`` upstream and the new ``asked`` (highest tick nacked)."""
+
+    position: int
+    messages: tuple[SubscriberMessage, ...]
+    nacks: tuple[tuple[int, int], ...]
+    asked: int
+
+
+class _Out:
+    """Messages under construction: a pending silence or gap is extended while ticks of its
+    kind follow, and flushed when another kind comes."""
+
+    def __init__(self, pubend: str, position: int) -> None:
+        self.pubend = pubend
+        self.position = position  # t of the last message emitted
+        self.pending: str | None = None  # "silence" or "gap"
+        self.upto = position
+        self.messages: list[SubscriberMessage] = []
+
+    def _flush(self) -> None:
+        if self.pending is not None and self.upto > self.position:
+            cls = SilenceMessage if self.pending == "silence" else GapMessage
+            self.messages.append(cls(pubend=self.pubend, t0=self.position, t=self.upto))
+            self.position = self.upto
+        self.pending = None
+
+    def extend(self, kind: str, upto: int) -> None:
+        if self.pending != kind:
+            self._flush()
+            self.pending = kind
+        self.upto = upto
+
+    def event(self, tick: int, data: Data) -> None:
+        # an event message guarantees nothing matching in (t0, t): a pending silence is
+        # absorbed, a pending gap must be delivered first
+        if self.pending == "gap":
+            self._flush()
+        self.pending = None
+        self.messages.append(
+            EventMessage(
+                pubend=self.pubend,
+                t0=self.position,
+                t=tick,
+                payload=data,
+                attributes=data.attributes,
+            )
+        )
+        self.position = self.upto = tick
+
+    def done(self) -> int:
+        self._flush()
+        return self.position
+
+
+def _ask(lo: int, hi: int, asked: int, window: int) -> tuple[tuple[tuple[int, int], ...], int]:
+    """The nack for ``[lo, hi]``: at most ``window`` ticks, none at or below ``asked``."""
+    lo = max(lo, asked + 1)
+    hi = min(hi, lo + window - 1)
+    if hi < lo:
+        return (), asked
+    return ((lo, hi),), hi
+
+
+def _refilter(
+    k: KnowledgeStream, flt: Filter, out: _Out, hi: int, asked: int, window: int
+) -> tuple[bool, tuple[tuple[int, int], ...], int]:
+    """Deliver ticks ``(out.position, hi]`` from the SHB's knowledge, filtering its data;
+    stop at the first tick not held (Q) and nack it. Returns (blocked, nacks, asked)."""
+    t = out.position + 1
+    for run in k.runs():
+        if run.end < t:
+            continue
+        if run.start > t or t > hi:
+            break
+        end = min(run.end, hi)
+        v = run.value
+        if v.kind is Kind.Q:
+            break
+        if v.kind is Kind.L:
+            out.extend("gap", end)
+        elif v.kind in (Kind.D, Kind.DSTAR) and isinstance(v.payload, Data):
+            if flt.matches(v.payload.attributes):
+                out.event(t, v.payload)  # a published message is one tick
+            out.extend("silence", end)
+        else:
+            out.extend("silence", end)
+        t = end + 1
+    if t > hi:
+        return False, (), asked
+    first, last = k.next_gap(t)
+    nacks, asked = _ask(first, min(hi, first + window - 1 if last is None else last), asked, window)
+    return True, nacks, asked
+
+
+def _from_pfs(
+    k: KnowledgeStream, out: _Out, q: tuple[int, ...], known_upto: int, asked: int, window: int
+) -> tuple[bool, tuple[tuple[int, int], ...], int]:
+    """Deliver the matched ticks ``q`` (the PFS says: S everywhere else up to
+    ``known_upto``); stop at the first matched tick whose data is not held and nack every
+    missing one of ``q``. Returns (blocked, nacks, asked)."""
+    for i, t in enumerate(q):
+        v = k.value_at(t)
+        if v.kind in (Kind.D, Kind.DSTAR) and isinstance(v.payload, Data):
+            out.event(t, v.payload)
+        elif v.kind is Kind.L:
+            out.extend("silence", t - 1)
+            out.extend("gap", t)
+        elif v.kind is Kind.Q:
+            out.extend("silence", t - 1)
+            missing = [u for u in q[i:] if u > asked and k.value_at(u).kind is Kind.Q]
+            nacks: list[tuple[int, int]] = []
+            for u in missing[:window]:
+                if nacks and nacks[-1][1] + 1 == u:
+                    nacks[-1] = (nacks[-1][0], u)
+                else:
+                    nacks.append((u, u))
+            return True, tuple(nacks), max([asked, *missing[:window]])
+        else:  # S or F there: nothing was published at t after all
+            out.extend("silence", t)
+    out.extend("silence", known_upto)
+    return False, (), asked
+
+
+def catchup_step(
+    *,
+    pubend: str,
+    subscriber: int,
+    flt: Filter,
+    position: int,
+    latest_delivered: int,
+    asked: int,
+    knowledge: KnowledgeStream,
+    pfs: PfsStream,
+    window: int,
+) -> CatchupStep:
+    """Advance a catchup stream from ``position`` towards ``latest_delivered`` as far as
+    what the SHB holds allows (module doc)."""
+    out = _Out(pubend, position)
+    nacks: tuple[tuple[int, int], ...] = ()
+    while out.done() < latest_delivered:
+        pos = out.position
+        r = pfs.read(subscriber, after=pos, upto=latest_delivered, limit=window)
+        if r.lost_upto > pos:
+            blocked, nacks, asked = _refilter(knowledge, flt, out, r.lost_upto, asked, window)
+        else:
+            blocked, nacks, asked = _from_pfs(knowledge, out, r.q, r.known_upto, asked, window)
+        if blocked or out.done() == pos:
+            break
+    return CatchupStep(position=out.done(), messages=tuple(out.messages), nacks=nacks, asked=asked)

@@ -1,0 +1,78 @@
+"""What goes in and out of the durable SHB (:mod:`gapless.impl.durable.shb`) [DUR §2-4]:
+its inputs from subscribers, from upstream and from its timer, and :class:`Emit`, the effect
+carrying a ``dur_*`` trace record. Plain frozen values; the role's rules live in ``shb``."""
+
+from __future__ import annotations
+
+from typing import Any, final
+
+import attrs
+
+from gapless.impl.durable.ct import CheckpointToken
+
+__all__ = ["Ack", "Connect", "Disconnect", "Emit", "Lost", "Subscribe", "Tick"]
+
+
+@final
+@attrs.frozen(kw_only=True)
+class Subscribe:
+    """A new durable subscriber ``subscriber`` with content filter ``filter`` connects; it
+    starts at ``latestDelivered(p)`` for every pubend [DUR §2, §4.1]."""
+
+    subscriber: str
+    filter: str
+    connection: int = 0
+
+
+@final
+@attrs.frozen(kw_only=True)
+class Connect:
+    """Durable subscriber ``subscriber`` reconnects presenting ``ct`` (None in ack mode
+    ``SHB``: the SHB resumes it from the CT it kept) [DUR §2]."""
+
+    subscriber: str
+    ct: CheckpointToken | None
+    connection: int = 0
+
+
+@final
+@attrs.frozen(kw_only=True)
+class Disconnect:
+    """``subscriber``'s connection ended (its subscription stays)."""
+
+    subscriber: str
+
+
+@final
+@attrs.frozen(kw_only=True)
+class Ack:
+    """``subscriber`` acknowledges ``ct``: it consumed every message it covers [DUR §2]."""
+
+    subscriber: str
+    ct: CheckpointToken
+
+
+@final
+@attrs.frozen(kw_only=True)
+class Lost:
+    """From upstream: ticks ``[start, end]`` of ``pubend`` are L (released) [DUR §3]."""
+
+    pubend: str
+    start: int
+    end: int
+
+
+@final
+@attrs.frozen(kw_only=True)
+class Tick:
+    """The SHB's periodic timer: report release pairs, retry nacks."""
+
+
+@final
+@attrs.frozen(kw_only=True)
+class Emit:
+    """An observable fact: the ``dur_*`` record ``kind`` with ``detail`` (a value class of
+    :mod:`gapless.impl.durable.records`). A ``dur_message`` is the delivery itself."""
+
+    kind: str
+    detail: Any

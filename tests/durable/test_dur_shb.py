@@ -1,0 +1,589 @@
+"""The durable SHB [DUR §4] alone, driven by a scripted pubend, judged by the durable trace
+invariants after every step.
+
+A Hypothesis state machine: a pubend model publishes events on two pubends, answers the SHB's
+nacks (data, silence, or L for released ticks) and turns ticks L by the release rule
+(``impl/durable/release.py``) from the SHB's reports; links lose messages; subscribers
+subscribe, disconnect, reconnect presenting their current CT or an older acknowledged one
+(or, in ack mode ``SHB``, none), and acknowledge what they consumed; the SHB crashes and
+restarts from a :class:`~gapless.models.durable_store.MemoryStore`, which also carries out
+every storage effect and checks their order. Every ``dur_*`` record is judged online; at the
+end, after reconnecting everyone and draining, liveness is judged, and each subscriber's last
+connection is checked to have received exactly the matching events after the CT it
+presented, minus the gap ranges. Planted bugs (switchover early, a gap to a subscriber not in
+catchup, CT advanced before consumption) are each caught by the invariant they break.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from typing import Any
+
+import attrs
+import pytest
+from hypothesis import Phase, settings
+from hypothesis import strategies as st
+from hypothesis.stateful import (
+    RuleBasedStateMachine,
+    initialize,
+    invariant,
+    precondition,
+    rule,
+    run_state_machine_as_test,
+)
+
+from gapless.impl.durable import release as rl
+from gapless.impl.durable.ct import CheckpointToken
+from gapless.impl.durable.messages import EventMessage, GapMessage
+from gapless.impl.durable.pfs import PfsStream
+from gapless.impl.durable.records import DurCrash, DurEvent, DurRelease
+from gapless.impl.durable.shb import (
+    Ack,
+    Connect,
+    Disconnect,
+    Emit,
+    Lost,
+    ShbConfig,
+    ShbPolicy,
+    ShbState,
+    Subscribe,
+    Tick,
+    on_ack,
+    on_connect,
+    on_disconnect,
+    on_knowledge,
+    on_lost,
+    on_subscribe,
+    on_tick,
+    shb_recover,
+    shb_start,
+)
+from gapless.impl.durable.storage import (
+    Flush,
+    PfsAppend,
+    PfsChop,
+    PfsSync,
+    PutCheckpoint,
+    PutLatestDelivered,
+    PutPfsMeta,
+    PutReleased,
+    StorageOrderError,
+)
+from gapless.impl.effects import Rejected, Send
+from gapless.impl.errors import ProtocolMisuse
+from gapless.impl.filters import parse_filter
+from gapless.impl.gd.messages import Data, Knowledge, Nack
+from gapless.impl.trace import TraceRecord
+from gapless.invariants.checker import Checker
+from gapless.invariants.durable import PLUGINS
+from gapless.invariants.plugin import CheckContext
+from gapless.models.durable_store import MemoryStore
+
+PUBENDS = ("p", "q")
+FILTERS = {"s0": "*", "s1": 'k == "a"', "s2": 'k == "b"'}
+SHB = "shb"
+STORAGE = (
+    Flush,
+    PfsAppend,
+    PfsChop,
+    PfsSync,
+    PutCheckpoint,
+    PutLatestDelivered,
+    PutPfsMeta,
+    PutReleased,
+)
+
+
+def _matches(flt: str, attributes: Any) -> bool:
+    return parse_filter(flt).matches(attributes)
+
+
+CTX = CheckContext(
+    subscriptions=(),
+    cell_of={},
+    cell_tree=(),
+    pubend_host=dict.fromkeys(PUBENDS, "phb"),
+    merged=(),
+    roles={SHB: "shb", "phb": "phb"},
+    min_repetition_us=0,
+    matches=_matches,
+    logged=lambda _p: None,
+    payload_attributes=lambda _x: None,
+)
+
+
+class Pubend:
+    """The scripted pubend of one pubend name: its release state and its events."""
+
+    def __init__(self, name: str) -> None:
+        self.rel = rl.PubendRelease(pubend=name)
+        self.events: dict[int, Data] = {}
+
+    def answer(self, start: int, end: int) -> list[Any]:
+        """A nack's answer: L for released ticks, data, silence up to T(p)."""
+        out: list[Any] = []
+        rt, name = self.rel.released_through, self.rel.pubend
+        if start <= rt:
+            out.append(Lost(pubend=name, start=start, end=min(end, rt)))
+            start = rt + 1
+        silence: list[tuple[int, int]] = []
+        for t in range(start, min(end, self.rel.clock) + 1):
+            if t in self.events:
+                out.append(Knowledge(pubend=name, data=self.events[t], retransmission=True))
+            elif silence and silence[-1][1] + 1 == t:
+                silence[-1] = (silence[-1][0], t)
+            else:
+                silence.append((t, t))
+        if silence:
+            out.append(Knowledge(pubend=name, silence=tuple(silence), retransmission=True))
+        return out
+
+
+@attrs.define
+class Sub:
+    """A subscriber's own model: what it consumed (its CT), the CTs it acknowledged, and
+    its current connection's presented CT and messages."""
+
+    ct: dict[str, int]
+    acked: list[dict[str, int]]
+    connected: bool = True
+    presented: dict[str, int] = attrs.Factory(dict)
+    log: list[Any] = attrs.Factory(list)
+
+
+class ShbMachine(RuleBasedStateMachine):
+    """The SHB alone with a scripted pubend (module doc)."""
+
+    policy = ShbPolicy()
+    ack_ahead = False  # planted: acknowledge the pubend's T(p), not what was consumed
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.pubs = {p: Pubend(p) for p in PUBENDS}
+        self.down: deque[Any] = deque()  # to the SHB
+        self.up: deque[Any] = deque()  # to the pubend
+        self.store = MemoryStore()
+        self.subs: dict[str, Sub] = {}
+        self.numbers: dict[str, int] = {}
+        self.checker = Checker(CTX, plugins=PLUGINS)
+        self.seq = 0
+        self.config = ShbConfig(shb=SHB, upstream="phb", pubends=PUBENDS, window=3)
+        self.shb: ShbState = shb_start(self.config)
+        self.rejected: list[Rejected] = []
+        self.last_crash = 0
+        self.joined: dict[str, dict[str, int]] = {}  # where each subscriber started
+
+    # ---------------------------------------------------------------- plumbing
+
+    def record(self, node: str, kind: str, detail: object) -> None:
+        r = TraceRecord(seq=self.seq, time=self.seq, node=node, kind=kind, detail=detail)
+        self.seq += 1
+        self.checker.observe(r)
+        v = self.checker.violation
+        if v is not None:
+            raise AssertionError(v.explain())
+
+    def run(self, handler: Any, inp: Any) -> None:
+        self.shb, effects = handler(self.shb, inp, self.seq)
+        for e in effects:
+            if isinstance(e, Emit):
+                self.record(SHB, e.kind, e.detail)
+                if e.kind == "dur_message":
+                    self.consume(e.detail.subscriber, e.detail.message)
+            elif isinstance(e, Send):
+                self.up.append(e.msg)
+            elif isinstance(e, STORAGE):
+                self.store.apply([e])
+            else:
+                assert isinstance(e, Rejected), e
+                self.rejected.append(e)
+
+    def consume(self, name: str, m: Any) -> None:
+        s = self.subs[name]
+        s.ct[m.pubend] = m.t
+        s.log.append(m)
+
+    # ---------------------------------------------------------------- rules
+
+    @initialize(mode=st.sampled_from(list(rl.AckMode)), mr=st.sampled_from([None, 2]))
+    def configure(self, mode: rl.AckMode, mr: int | None = None) -> None:
+        """Who keeps CT; maxRetain (None: early release off) [DUR §2, §3]."""
+        for p in PUBENDS:
+            self.pubs[p].rel = rl.PubendRelease(pubend=p, max_retain=mr)
+        self.config = ShbConfig(
+            shb=SHB, upstream="phb", pubends=PUBENDS, window=3, ack_mode=mode, policy=self.policy
+        )
+        self.shb = shb_start(self.config)
+
+    def pick(self, i: int, connected: bool) -> str | None:
+        """The ``i``-th subscriber (cyclically) that is connected, or not."""
+        names = sorted(n for n, s in self.subs.items() if s.connected == connected)
+        return names[i % len(names)] if names else None
+
+    @precondition(lambda self: len(self.subs) < len(FILTERS))
+    @rule()
+    def subscribe(self) -> None:
+        name = sorted(FILTERS)[len(self.subs)]
+        self.numbers[name] = len(self.numbers)
+        start = {p: self.shb.latest_delivered(p) for p in PUBENDS}
+        self.subs[name] = Sub(ct=dict(start), acked=[dict(start)], presented=dict(start))
+        self.joined[name] = start
+        self.run(on_subscribe, Subscribe(subscriber=name, filter=FILTERS[name]))
+
+    @rule(p=st.sampled_from(PUBENDS), k=st.sampled_from("ab"), skip=st.integers(0, 2))
+    def publish(self, p: str, k: str, skip: int) -> None:
+        pub = self.pubs[p]
+        tick = pub.rel.clock + 1 + skip
+        data = Data(pubend=p, tick=tick, attributes={"k": k})
+        silence = ((pub.rel.clock + 1, tick - 1),) if skip else ()
+        pub.rel = rl.pubend_publish(pub.rel, tick, data)
+        pub.events[tick] = data
+        self.record("phb", "dur_event", DurEvent(pubend=p, tick=tick, attributes={"k": k}))
+        self.down.append(Knowledge(pubend=p, silence=silence, data=data))
+
+    @rule(p=st.sampled_from(PUBENDS), n=st.integers(1, 6))
+    def time_passes(self, p: str, n: int) -> None:
+        """``n`` events in a row, delivered, then a release round (past maxRetain, if set)."""
+        for i in range(n):
+            self.publish(p, "ab"[i % 2], 0)
+        self.drain_shb_only()
+        self.release_round()
+
+    @rule(p=st.sampled_from(PUBENDS))
+    def heartbeat(self, p: str) -> None:
+        """T(p) advances by a silent tick, announced downstream."""
+        pub = self.pubs[p]
+        t = pub.rel.clock + 1
+        pub.rel = rl.pubend_clock(pub.rel, t)
+        self.down.append(Knowledge(pubend=p, silence=((t, t),)))
+
+    @precondition(lambda self: bool(self.down))
+    @rule(drop=st.booleans())
+    def to_shb(self, drop: bool) -> None:
+        msg = self.down.popleft()
+        if drop:
+            return
+        handler = on_lost if isinstance(msg, Lost) else on_knowledge
+        self.run(handler, msg)
+
+    @precondition(lambda self: bool(self.up))
+    @rule(drop=st.booleans())
+    def to_pubend(self, drop: bool) -> None:
+        msg = self.up.popleft()
+        if drop:
+            return
+        self.at_pubend(msg)
+
+    def at_pubend(self, msg: Any) -> None:
+        if isinstance(msg, Nack):
+            self.down.extend(self.pubs[msg.pubend].answer(msg.start, msg.end))
+            return
+        pub = self.pubs[msg.pubend]
+        pub.rel, rej = rl.pubend_on_report(pub.rel, msg, (SHB,))
+        assert not rej, rej
+        new = rl.pubend_release_step(pub.rel)
+        if new.released_through != pub.rel.released_through:
+            d = DurRelease(
+                pubend=msg.pubend,
+                through=new.released_through,
+                tr=new.tr,
+                td=new.td,
+                clock=new.clock,
+                max_retain=new.max_retain,
+            )
+            self.record("phb", "dur_release", d)
+        pub.rel = new
+
+    @rule()
+    def tick(self) -> None:
+        self.run(on_tick, Tick())
+
+    @rule()
+    def release_round(self) -> None:
+        """The SHB reports, the pubend hears it at once and releases what it may [DUR §3]."""
+        self.tick()
+        while self.up:
+            self.to_pubend(drop=False)
+
+    @rule(i=st.integers(0, 2))
+    def disconnect(self, i: int) -> None:
+        name = self.pick(i, connected=True)
+        if name is None:
+            return
+        self.subs[name].connected = False
+        self.run(on_disconnect, Disconnect(subscriber=name))
+
+    @rule(i=st.integers(0, 2), back=st.integers(0, 3))
+    def reconnect(self, i: int, back: int) -> None:
+        """Present the current CT (``back`` 0) or one acknowledged ``back`` acks ago."""
+        name = self.pick(i, connected=False)
+        if name is None:
+            return
+        s = self.subs[name]
+        ct = s.ct if back == 0 else s.acked[max(0, len(s.acked) - back)]
+        self.connect(name, ct)
+
+    def connect(self, name: str, ct: dict[str, int]) -> None:
+        s = self.subs[name]
+        s.connected, s.log = True, []
+        if self.config.ack_mode is rl.AckMode.SHB:
+            presented = None
+            s.ct = {p: self.shb.views[p].release.records[name].released for p in PUBENDS}
+        else:
+            presented = CheckpointToken.of(ct)
+            s.ct = dict(ct)
+        s.presented = dict(s.ct)
+        self.run(on_connect, Connect(subscriber=name, ct=presented))
+
+    @rule(i=st.integers(0, 2))
+    def ack(self, i: int) -> None:
+        name = self.pick(i, connected=True)
+        if name is None:
+            return
+        s = self.subs[name]
+        ct = dict(s.ct)
+        if self.ack_ahead:
+            ct = {p: max(t, self.pubs[p].rel.clock) for p, t in ct.items()}
+        s.acked.append(ct)
+        self.run(on_ack, Ack(subscriber=name, ct=CheckpointToken.of(ct)))
+
+    @precondition(lambda self: self.seq - self.last_crash >= 25)  # rarer than the rest
+    @rule()
+    def crash(self) -> None:
+        """The SHB crashes and restarts at once from what the store kept [DUR §4.1]."""
+        self.record(SHB, "dur_crash", DurCrash(shb=SHB))
+        self.last_crash = self.seq
+        self.down.clear()
+        self.up.clear()
+        for s in self.subs.values():
+            s.connected = False
+        self.store, got = self.store.restart()
+        self.shb = shb_recover(
+            self.config,
+            [(n, self.numbers[n], FILTERS[n]) for n in self.subs],
+            latest=got.tables.latest,
+            released=got.tables.released,
+            pfs=got.pfs,
+        )
+
+    # ---------------------------------------------------------------- checks
+
+    @invariant()
+    def durable_state_matches_the_store(self) -> None:
+        """latestDelivered is durable as soon as it moves; released(p) <= latestDelivered."""
+        for p in PUBENDS:
+            rel = self.shb.views[p].release
+            assert self.store.order.tables.latest.get(p, -1) == rel.latest_delivered
+            assert rel.released() <= rel.latest_delivered
+            assert self.shb.views[p].released() == rel.released()  # the kept floor
+        in_catchup = {n for n, sess in self.shb.sessions.items() if sess.catchup}
+        assert set(self.shb.catching) == in_catchup
+
+    def drain(self) -> None:
+        for name, s in sorted(self.subs.items()):
+            if not s.connected:
+                self.connect(name, s.ct)
+        for p in PUBENDS:
+            self.heartbeat(p)
+        for _ in range(100):
+            before = self.shb
+            self.tick()
+            while self.down or self.up:
+                self.drain_shb_only()
+                while self.up:
+                    self.to_pubend(drop=False)
+            if self.shb == before:
+                return
+        raise AssertionError("the SHB did not go quiet")
+
+    def drain_shb_only(self) -> None:
+        while self.down:
+            self.to_shb(drop=False)
+
+    def teardown(self) -> None:
+        if self.checker.violation is not None:
+            return
+        self.drain()
+        end = TraceRecord(seq=self.seq, time=self.seq, node="-", kind="fault", detail="end")
+        v = self.checker.finish(end)
+        assert v is None, v.explain()
+        for name, s in self.subs.items():
+            for p in PUBENDS:
+                msgs = [m for m in s.log if m.pubend == p]
+                gaps = [(m.t0, m.t) for m in msgs if isinstance(m, GapMessage)]
+                want = [
+                    t
+                    for t, d in sorted(self.pubs[p].events.items())
+                    if t > s.presented[p]
+                    and parse_filter(FILTERS[name]).matches(d.attributes)
+                    and not any(a < t <= b for a, b in gaps)
+                ]
+                got = [m.t for m in msgs if isinstance(m, EventMessage)]
+                assert got == want, (name, p, s.presented[p], got, want, gaps)
+                assert self.shb.sessions[name].position[p] == self.shb.latest_delivered(p)
+                assert not self.shb.sessions[name].catchup
+        self.pfs_is_precise()
+
+    def pfs_is_precise(self) -> None:
+        """Each live PFS record names exactly the subscribers its event matched [DUR §4.2]
+        (a subscriber joined after the tick was delivered is in no record of it)."""
+        by_number = {n: name for name, n in self.numbers.items()}
+        for p in PUBENDS:
+            pfs = self.shb.views[p].pfs
+            for i in range(pfs.first_index, pfs.next_index):
+                rec = pfs.record(i)
+                data = self.pubs[p].events[rec.timestamp]
+                named = {by_number[s] for s, _prev in rec.entries}
+                assert named, rec
+                for name in named:
+                    assert parse_filter(FILTERS[name]).matches(data.attributes), (name, rec)
+                for name, ct in self.joined.items():
+                    if ct[p] < rec.timestamp and _matches(FILTERS[name], data.attributes):
+                        assert name in named, (name, rec)
+
+
+FAST = settings(max_examples=100, stateful_step_count=60, deadline=None)
+
+TestShb = ShbMachine.TestCase
+TestShb.settings = FAST
+
+
+def test_a_reconnection_with_an_older_ct_gets_a_gap_then_the_rest() -> None:
+    """A scripted run: s0 acknowledges through 3 (events at 0-2, a silent tick), the ticks are
+    released, it reconnects presenting CT -1: a gap over the released ticks (via nack and L),
+    then the events."""
+    m = ShbMachine()
+    m.configure(rl.AckMode.SUBSCRIBER)
+    m.subscribe()
+    for k in "aba":
+        m.publish("p", k, 0)
+    m.drain()
+    m.ack(0)
+    m.tick()
+    m.drain()
+    assert m.pubs["p"].rel.released_through == 3  # the drain's heartbeat made tick 3 silent
+    m.disconnect(0)
+    m.publish("p", "b", 0)
+    m.connect("s0", {"p": -1, "q": -1})
+    m.drain()
+    log = [x for x in m.subs["s0"].log if x.pubend == "p"]
+    # the window (3 ticks a nack) splits the gap in two
+    assert [(x.t0, x.t) for x in log if isinstance(x, GapMessage)] == [(-1, 2), (2, 3)]
+    assert [x.t for x in log if isinstance(x, EventMessage)] == [5]
+    m.teardown()
+
+
+def test_switchover_waits_for_latest_delivered() -> None:
+    """A catchup stream whose data must be nacked is not switched over before it reaches
+    latestDelivered; the constream then serves it from there."""
+    m = ShbMachine()
+    m.configure(rl.AckMode.SUBSCRIBER)
+    m.subscribe()
+    m.subscribe()
+    m.disconnect(1)  # s1
+    for k in "aaba":
+        m.publish("p", k, 1)
+    m.drain_shb_only()
+    m.crash()  # the knowledge is gone: the catchup stream must nack its matched ticks
+    m.connect("s1", {"p": -1, "q": -1})
+    sess = m.shb.sessions["s1"]
+    assert "p" in sess.catchup
+    assert sess.position["p"] < m.shb.latest_delivered("p")
+    assert any(isinstance(x, Nack) for x in m.up)
+    m.drain()
+    got = [x.t for x in m.subs["s1"].log if isinstance(x, EventMessage)]
+    assert got == [t for t, d in m.pubs["p"].events.items() if d.attributes["k"] == "a"]
+
+
+NO_SHRINK = settings(
+    max_examples=200,
+    stateful_step_count=40,
+    database=None,
+    deadline=None,
+    phases=[Phase.explicit, Phase.generate],  # the first failure will do
+)
+
+
+class EarlySwitchover(ShbMachine):
+    policy = ShbPolicy(switchover_lag=2)
+
+
+class GapWithoutCatchup(ShbMachine):
+    policy = ShbPolicy(catchup=False)
+
+
+class AckAhead(ShbMachine):
+    ack_ahead = True
+
+
+@pytest.mark.parametrize(
+    ("machine", "caught_by"),
+    [
+        (EarlySwitchover, "durable_exactly_once"),
+        (GapWithoutCatchup, "gap_legal"),
+        (AckAhead, "durable_exactly_once"),
+    ],
+)
+def test_planted_bugs_are_caught(machine: type[ShbMachine], caught_by: str) -> None:
+    """Non-vacuity: switchover before latestDelivered, a gap to a subscriber not in catchup,
+    CT advanced before consumption — each caught by the invariant it breaks."""
+    with pytest.raises(AssertionError) as info:
+        run_state_machine_as_test(machine, settings=NO_SHRINK)
+    assert f"{caught_by} violated" in str(info.value), str(info.value)
+
+
+def test_network_input_is_rejected_and_ignored_input_changes_nothing() -> None:
+    """Unknown subscribers, an ack beyond what was delivered, a CT beyond latestDelivered:
+    a Rejected effect and the same state; a repeated message: the same state and ()."""
+    cfg = ShbConfig(shb=SHB, upstream="phb", pubends=PUBENDS)
+    b0 = shb_start(cfg)
+    for handler, inp in [
+        (on_ack, Ack(subscriber="x", ct=CheckpointToken.of({"p": 1}))),
+        (on_connect, Connect(subscriber="x", ct=None)),
+        (on_disconnect, Disconnect(subscriber="x")),
+        (on_subscribe, Subscribe(subscriber="x", filter="k ==")),
+        (on_knowledge, Knowledge(pubend="zz")),
+        (on_lost, Lost(pubend="p", start=3, end=1)),
+    ]:
+        b1, fx = handler(b0, inp, 0)
+        assert b1 is b0
+        assert len(fx) == 1
+        assert isinstance(fx[0], Rejected)
+    b1, _ = on_subscribe(b0, Subscribe(subscriber="s", filter="*"), 0)
+    b2, fx = on_ack(b1, Ack(subscriber="s", ct=CheckpointToken.of({"p": 5})), 0)
+    assert b2 is b1  # nothing of p was delivered: released(s, p) stays
+    assert any(isinstance(e, Rejected) for e in fx)
+    b3, _ = on_disconnect(b1, Disconnect(subscriber="s"), 0)
+    b4, fx = on_connect(b3, Connect(subscriber="s", ct=CheckpointToken.of({"p": 7})), 0)
+    assert b4 is b3
+    assert isinstance(fx[0], Rejected)
+    msg = Knowledge(pubend="p", silence=((0, 4),))
+    b5, fx = on_knowledge(b1, msg, 0)
+    assert b5.latest_delivered("p") == 4
+    assert on_knowledge(b5, msg, 0) == (b5, ())
+    assert on_knowledge(b5, msg, 0)[0] is b5
+
+
+def test_misconfiguration_raises_typed_errors() -> None:
+    with pytest.raises(ProtocolMisuse, match="pubends"):
+        ShbConfig(shb=SHB, upstream="phb", pubends=("p", "p"))
+    with pytest.raises(ProtocolMisuse, match="window"):
+        ShbConfig(shb=SHB, upstream="phb", pubends=PUBENDS, window=0)
+
+
+def test_latest_delivered_before_the_pfs_sync_is_refused(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Non-vacuity of the storage order the SHB relies on: with the PFS sync left out,
+    flushing latestDelivered over an unsynced record is refused by the store [DUR §4.1]."""
+    real = PfsStream.sync
+
+    def no_fsync(self: PfsStream) -> tuple[PfsStream, tuple[Any, ...]]:
+        new, fx = real(self)
+        return new, tuple(e for e in fx if not isinstance(e, PfsSync))
+
+    monkeypatch.setattr(PfsStream, "sync", no_fsync)
+    m = ShbMachine()
+    m.configure(rl.AckMode.SUBSCRIBER)
+    m.subscribe()
+    m.publish("p", "a", 0)
+    with pytest.raises(StorageOrderError, match="not synced"):
+        m.drain_shb_only()
