@@ -50,6 +50,9 @@ from gapless.impl.ges.messages import (
     EventMsg,
     Handoff,
     HandoffAck,
+    Replicate,
+    Replicated,
+    Retrieve,
     Routed,
     Store,
     Stored,
@@ -62,12 +65,14 @@ from gapless.impl.ges.storage import (
     StorageState,
     StoredEvent,
     confirm,
+    confirm_unit,
     edge_counts,
     handoff,
     recover,
     recovery_queue,
     store,
 )
+from gapless.impl.ges.tier import add_unit, owed
 
 __all__ = [
     "NodeState",
@@ -81,6 +86,7 @@ __all__ = [
     "initial_state",
     "on_body",
     "on_written",
+    "replicate",
     "route",
     "write",
 ]
@@ -93,12 +99,14 @@ TICK = ("ges", "tick")
 @attrs.frozen(kw_only=True)
 class Release:
     """A ``release`` record: ``epoch`` left storage ``storage`` with predicate count
-    ``remaining``; ``targets`` are the clients it was destined to."""
+    ``remaining``; ``targets`` are the clients it was destined to, ``units`` the cluster
+    storages (the finer tier)."""
 
     storage: str
     epoch: int
     remaining: int
     targets: tuple[str, ...]
+    units: tuple[str, ...] = ()
 
 
 @final
@@ -141,7 +149,7 @@ class NodeState:
 
 def initial_state(name: str, net: Network, config: GESConfig, policy: GESPolicy) -> NodeState:
     """A node at boot: a storage node starts its (empty) storage."""
-    st = StorageState(name=name) if name in net.storages else None
+    st = StorageState(name=name, fine_of=net.fine_of) if name in net.storages else None
     return NodeState(name=name, net=net, config=config, policy=policy, store=st)
 
 
@@ -156,7 +164,9 @@ def crash(s: NodeState) -> NodeState:
         logs = {k[2]: v[0] for k, v in s.disk.items() if k[0] == "log"}
         released = {k[2] for k in s.disk if k[0] == "release"}
         records = {k[2]: v.record for k, v in s.disk.items() if k[0] == "client"}
-        st = recover(s.name, logs, released, records)
+        st = recover(s.name, logs, released, records, s.net.fine_of)
+        for key in sorted(k for k in s.disk if k[0] == "unit"):
+            st = add_unit(st, s.net.hierarchy, key[2], s.policy)
     return NodeState(
         name=s.name,
         net=s.net,
@@ -333,6 +343,8 @@ def on_body(s: NodeState, body: Any, now: int) -> tuple[NodeState, Effects]:
     t = type(body)
     if t is HandoffAck:
         return on_ack(s, body, now)
+    if t is Replicate and body.storage == s.name:
+        return _on_replicate(s, body, now)
     if t is Stored:
         key = (body.pubend, body.seq)
         if key not in s.outbox:
@@ -349,7 +361,61 @@ def on_body(s: NodeState, body: Any, now: int) -> tuple[NodeState, Effects]:
         return _releases(s, (gone,) if gone is not None else ())
     if t is Handoff:
         return _on_handoff(s, st, body, now)
+    if t is Replicated:
+        st2, gone = confirm_unit(st, body.epoch, body.unit, s.policy)
+        s = attrs.evolve(s, store=st2)
+        return _releases(s, (gone,) if gone is not None else ())
+    if t is Retrieve:
+        return _on_retrieve(s, st, body, now)
     return s, ()
+
+
+# ------------------------------------------------------------------ the finer tier
+
+
+def replicate(s: NodeState, ev: StoredEvent, now: int) -> tuple[NodeState, Effects]:
+    """Hand ``ev`` (logged) to every cluster storage that has not confirmed it
+    (:mod:`gapless.impl.ges.tier`)."""
+    effects: list[Effect] = []
+    for unit in sorted(ev.units_pending):
+        r = Replicate(
+            storage=unit, source=s.name, epoch=ev.epoch, pubend=ev.pubend, attributes=ev.attributes
+        )
+        s, effs = route(s, unit, r, frozenset(), now)
+        effects.extend(effs)
+    return s, tuple(effects)
+
+
+def _on_replicate(s: NodeState, r: Replicate, now: int) -> tuple[NodeState, Effects]:
+    """A cluster storage: write the replica under the system storage's epoch; confirm once
+    it is durable (again for one it holds)."""
+    key = ("replica", s.name, r.source, r.epoch)
+    if key in s.disk:
+        done = Replicated(storage=r.source, unit=s.name, epoch=r.epoch)
+        return route(s, r.source, done, frozenset(), now)
+    if key in s.writes:
+        return s, ()
+    s, p = write(s, key, r)
+    return s, (p,)
+
+
+def _on_retrieve(
+    s: NodeState, st: StorageState, r: Retrieve, now: int
+) -> tuple[NodeState, Effects]:
+    """A cluster storage booted, recovered or was added: record it (durably, if it is new)
+    and hand it every logged event it lacks, epochs kept."""
+    st2 = add_unit(st, s.net.hierarchy, r.unit, s.policy)
+    effects: list[Effect] = []
+    if st2 is not st:
+        s = attrs.evolve(s, store=st2)
+        s, p = write(s, ("unit", s.name, r.unit), r)
+        effects.append(p)
+    for ev in owed(st2, r.unit):
+        if ("log", s.name, ev.epoch) in s.disk:
+            one = attrs.evolve(ev, units_pending=ev.units_pending.intersection({r.unit}))
+            s, effs = replicate(s, one, now)
+            effects.extend(effs)
+    return s, tuple(effects)
 
 
 def _on_store(s: NodeState, st: StorageState, body: Store, now: int) -> tuple[NodeState, Effects]:
@@ -372,6 +438,7 @@ def _releases(s: NodeState, gone: tuple[StoredEvent, ...]) -> tuple[NodeState, E
             epoch=ev.epoch,
             remaining=ev.remaining,
             targets=tuple(sorted(ev.targets)),
+            units=tuple(sorted(ev.units)),
         )
         s, p = write(s, ("release", s.name, ev.epoch), rel)
         effects.append(p)
@@ -451,7 +518,12 @@ def on_written(s: NodeState, key: Any, now: int) -> tuple[NodeState, Effects]:
             return s, effs
         s = attrs.evolve(s, sent_at=s.sent_at.set(ev.epoch, now))
         s, more = forward_event(s, event_msg(s, ev), now)
-        return s, (*effs, *more)
+        s, copies = replicate(s, ev, now)
+        return s, (*effs, *more, *copies)
+    if kind == "replica":
+        r: Replicate = value
+        done = Replicated(storage=r.source, unit=s.name, epoch=r.epoch)
+        return route(s, r.source, done, frozenset(), now)
     if kind == "client" and s.store is not None:
         reg: Registration = value
         rec = s.store.clients.get(reg.client)

@@ -7,7 +7,8 @@ Theory of operation
 of tests). What each handler does is in :mod:`gapless.impl.ges.node`'s theory of operation;
 here are the inputs:
 
-* ``Restart`` — boot or restart: arm the retransmission tick;
+* ``Restart`` — boot or restart: arm the retransmission tick; a cluster storage (the finer
+  tier, :mod:`gapless.impl.ges.tier`) sends every system storage a ``Retrieve``;
 * ``Publish`` — a client publishes here: write the event to the outbox;
 * ``Persisted`` — a write completed (:func:`~gapless.impl.ges.node.on_written`);
 * ``Receive`` — a routed message (forwarded, or handled when addressed here) or an event;
@@ -38,6 +39,7 @@ from gapless.impl.ges.messages import (
     LinkNews,
     ProfileDigest,
     ProfileNews,
+    Retrieve,
     Routed,
     Store,
 )
@@ -49,6 +51,7 @@ from gapless.impl.ges.node import (
     forward_event,
     handoffs,
     on_written,
+    replicate,
     route,
     write,
 )
@@ -71,7 +74,14 @@ Step = tuple[NodeState, tuple[Effect, ...]]
 
 
 def on_restart(s: NodeState, inp: Restart, now: int) -> Step:
-    return s, (SetTimer(key=TICK, at=now + s.config.retry_us),)
+    """Arm the tick; a cluster storage asks every system storage for what it lacks
+    (:mod:`gapless.impl.ges.tier`)."""
+    effects: list[Effect] = [SetTimer(key=TICK, at=now + s.config.retry_us)]
+    if s.name in s.net.fine_storages:
+        for storage in s.net.storages:
+            s, effs = route(s, storage, Retrieve(storage=storage, unit=s.name), frozenset(), now)
+            effects.extend(effs)
+    return s, tuple(effects)
 
 
 def on_publish(s: NodeState, inp: Publish, now: int) -> Step:
@@ -208,6 +218,8 @@ def _retransmit(s: NodeState, now: int) -> Step:
             continue
         sent_at = sent_at.set(epoch, now)
         s, effs = forward_event(s, event_msg(s, ev), now)
+        effects.extend(effs)
+        s, effs = replicate(s, ev, now)
         effects.extend(effs)
     return attrs.evolve(s, sent_at=sent_at), tuple(effects)
 
