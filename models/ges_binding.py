@@ -82,7 +82,7 @@ def fine_storages(graph: nx.Graph) -> dict[str, str]:
     out: dict[str, str] = {}
     for members in clusters.values():
         members.sort(key=lambda n: (n in system, len(n), n))
-        out.update({m: members[0] for m in members})
+        out.update(dict.fromkeys(members, members[0]))
     return out
 
 

@@ -7,7 +7,8 @@ Theory of operation
 hierarchy (addresses, links), which nodes host clients, which nodes host the system stable
 storages, which storage serves each node (the storage of its top-level unit), and the
 replication granularity of ``spec/ges.md``: ``fine_of``, the storage of each node's cluster
-(the finer tier, :mod:`gapless.impl.ges.tier`), empty at ``super-cluster`` granularity. :class:`GESConfig` holds the timing: how often a
+(the finer tier, :mod:`gapless.impl.ges.tier`), empty at ``super-cluster`` granularity.
+:class:`GESConfig` holds the timing: how often a
 node retransmits what is unconfirmed (``retry_us``) and how long a stable-storage write takes
 (``write_delay_us``; one delay for every write, so a node's writes complete in the order they
 were asked for).

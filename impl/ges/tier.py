@@ -45,7 +45,7 @@ def add_unit(st: StorageState, h: Hierarchy, unit: str, policy: GESPolicy) -> St
     members = h.members(h.unit(unit, 1))
     if all(st.fine_of.get(m) == unit for m in members):
         return st
-    fine_of = st.fine_of.update(pmap({m: unit for m in members}))
+    fine_of = st.fine_of.update(pmap(dict.fromkeys(members, unit)))
     events = st.events
     for epoch, ev in sorted(st.events.items()):
         if unit in ev.units or not set(ev.dests) & set(members):
