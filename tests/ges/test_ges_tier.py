@@ -8,6 +8,7 @@ release invariant catches a release before a cluster storage held the event."""
 from __future__ import annotations
 
 from functools import cache
+from pathlib import Path
 
 import attrs
 import pytest
@@ -24,10 +25,13 @@ from gapless.impl.ges.variants import VARIANTS
 from gapless.impl.inputs import Persisted, Receive
 from gapless.impl.trace import TraceRecord
 from gapless.invariants.ges import INVARIANTS, GESChecker
+from gapless.invariants.ges_tracefile import trace_check, write_ges_trace
 from gapless.models.ges_binding import network
+from gapless.models.ges_protocol import check_context
 from gapless.models.ges_topology import ges_small
-from gapless.models.run import run_context
+from gapless.models.run import build, run_context
 from gapless.models.runspec import RunSpecError
+from gapless.spec.filters import reference_matcher
 
 CLUSTER = {"config": {"granularity": "cluster"}}
 FINE_CRASHES = (
@@ -239,3 +243,24 @@ def test_a_release_before_a_unit_held_the_event_is_caught() -> None:
     got = _judge(mutated, "release_after_confirm")
     assert got is not None
     assert "before cluster storage" in got
+
+
+@pytest.mark.parametrize("variant", ["none", "release-before-units"])
+def test_a_tier_trace_file_gets_the_online_verdict_offline(tmp_path: Path, variant: str) -> None:
+    """Replica writes and the units of a release travel in the trace file."""
+    out = run(variant, FINE_CRASHES, record=True, **CLUSTER)
+    _entry, graph, wl, binding = build(spec(variant, **CLUSTER), 1)
+    ctx = check_context(graph, wl, binding, reference_matcher())
+    f = tmp_path / "tier.jsonl"
+    write_ges_trace(f, ctx, out.trace or (), live_end=True, meta={"variant": variant})
+    tf, violation = trace_check(f, matches=reference_matcher())
+    assert any(r.kind == "persist" and type(r.detail.value) is Replicate for r in tf.records)
+    assert "before cluster storage" in (out.explanation or "") or variant == "none"
+    if variant == "none":
+        assert out.verdict == "pass"
+        assert violation is None
+    else:
+        assert out.verdict == "violation"
+        assert violation is not None
+        assert violation.invariant == out.invariant == "release_after_confirm"
+        assert violation.message in out.explanation
