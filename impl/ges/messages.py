@@ -22,7 +22,12 @@ one copy crosses each link toward the destinations behind it [GES "Routing event
   storage hands a cluster's storage one stored event with its epoch; :class:`Replicated` — the
   cluster's storage has it durably (the system storage's predicate count for that unit is
   decremented); :class:`Retrieve` — a cluster's storage (added, booted or recovered) asks a
-  system storage for the events destined to its cluster that it lacks.
+  system storage for the events destined to its cluster that it lacks; :class:`Recover` — a
+  system storage asks the cluster storage a reconnecting client left to send it the events of
+  its recovery queue that cluster storage holds; :class:`Recovered` — those events, to the
+  client's node (like a ``HandoffAck``'s queue, and for the same reason not an ``EventMsg``:
+  gatekeepers judge live events by the client's profile now, a recovery queue holds what its
+  profile in force when each was published wanted).
 
 :class:`GesWire` is the protocol's own summary of a message (the registry entry's
 ``wire_schema``): the invariants read sends only through it.
@@ -46,6 +51,8 @@ __all__ = [
     "LinkNews",
     "ProfileDigest",
     "ProfileNews",
+    "Recover",
+    "Recovered",
     "Replicate",
     "Replicated",
     "Retrieve",
@@ -139,12 +146,50 @@ class Retrieve:
 
 @final
 @attrs.frozen(kw_only=True)
+class Recover:
+    """System storage ``source`` asks cluster storage ``storage`` to send ``client``, now at
+    node ``broker``, its events ``items`` (``(epoch, prev)`` pairs: the recovery queue's
+    entries that cluster storage holds)."""
+
+    storage: str
+    source: str
+    client: str
+    broker: str
+    items: tuple[tuple[int, int], ...]
+
+
+@final
+@attrs.frozen(kw_only=True)
+class Recovered:
+    """Cluster storage ``unit`` sends ``client`` at node ``broker`` events of system storage
+    ``storage``'s recovery queue (each with its epoch and ``prev``)."""
+
+    storage: str
+    unit: str
+    client: str
+    broker: str
+    queue: tuple[Queued, ...]
+
+
+@final
+@attrs.frozen(kw_only=True)
 class Routed:
     """``body`` on its way to node ``dest``; ``visited``: the nodes it has been at."""
 
     dest: str
     visited: frozenset[str]
-    body: Store | Stored | Confirm | Handoff | HandoffAck | Replicate | Replicated | Retrieve
+    body: (
+        Store
+        | Stored
+        | Confirm
+        | Handoff
+        | HandoffAck
+        | Replicate
+        | Replicated
+        | Retrieve
+        | Recover
+        | Recovered
+    )
 
 
 @final
@@ -196,8 +241,9 @@ class GesWire:
     confirm), ``pubend``, ``client``, ``connection``, the event's destination nodes
     (``dests``), a handoff's ``presented`` epoch, an ack's ``effective`` epoch and ``cut``,
     whether it registered a new client (``fresh``), the epochs of its recovery ``queue``, and
-    the cluster storage (``unit``) of a replicate, replicated or retrieve message (whose
-    ``storage`` is the system storage)."""
+    the cluster storage (``unit``) of a replicate, replicated, retrieve, recover or recovered
+    message
+    (whose ``storage`` is the system storage; a recover's ``queue``: the epochs it asks for)."""
 
     kind: str
     storage: str = ""
@@ -247,6 +293,22 @@ def _body(b: Any) -> GesWire:
         return GesWire(kind="replicated", storage=b.storage, epoch=b.epoch, unit=b.unit)
     if t is Retrieve:
         return GesWire(kind="retrieve", storage=b.storage, unit=b.unit)
+    if t is Recover:
+        return GesWire(
+            kind="recover",
+            storage=b.source,
+            unit=b.storage,
+            client=b.client,
+            queue=tuple(e for e, _prev in b.items),
+        )
+    if t is Recovered:
+        return GesWire(
+            kind="recovered",
+            storage=b.storage,
+            unit=b.unit,
+            client=b.client,
+            queue=tuple(q.epoch for q in b.queue),
+        )
     return GesWire(kind="other")
 
 

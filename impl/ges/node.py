@@ -50,6 +50,8 @@ from gapless.impl.ges.messages import (
     EventMsg,
     Handoff,
     HandoffAck,
+    Recover,
+    Recovered,
     Replicate,
     Replicated,
     Retrieve,
@@ -62,6 +64,7 @@ from gapless.impl.ges.propagation import Interest, passes
 from gapless.impl.ges.session import Session, offer, start_session
 from gapless.impl.ges.storage import (
     ClientRecord,
+    Queued,
     StorageState,
     StoredEvent,
     confirm,
@@ -345,6 +348,10 @@ def on_body(s: NodeState, body: Any, now: int) -> tuple[NodeState, Effects]:
         return on_ack(s, body, now)
     if t is Replicate and body.storage == s.name:
         return _on_replicate(s, body, now)
+    if t is Recover and body.storage == s.name:
+        return _on_recover(s, body, now)
+    if t is Recovered:
+        return _on_recovered(s, body, now)
     if t is Stored:
         key = (body.pubend, body.seq)
         if key not in s.outbox:
@@ -451,8 +458,7 @@ def _on_handoff(s: NodeState, st: StorageState, h: Handoff, now: int) -> tuple[N
     if rec is None:
         done = s.disk.get(("client", s.name, h.client))
         if old is not None and done is not None and done.record.connection == h.connection:
-            fresh = not done.old_broker
-            return route(s, h.broker, _ack(st, h.client, old, fresh=fresh), frozenset(), now)
+            return _answer(s, st, h.client, old, done.old_broker, now)
         return s, ()
     s = attrs.evolve(s, store=st2)
     reg = Registration(
@@ -468,16 +474,67 @@ def _on_handoff(s: NodeState, st: StorageState, h: Handoff, now: int) -> tuple[N
     return s, (*effs, p)
 
 
-def _ack(st: StorageState, client: str, rec: ClientRecord, *, fresh: bool) -> HandoffAck:
-    return HandoffAck(
+def _answer(
+    s: NodeState, st: StorageState, client: str, rec: ClientRecord, old_broker: str, now: int
+) -> tuple[NodeState, Effects]:
+    """Answer ``client``'s handoff (its record ``rec``; it left ``old_broker``): the
+    ``HandoffAck`` with its cut and recovery queue. With the finer tier, the queue's events
+    that the storage of the cluster it left holds durably (that unit confirmed them) come from
+    that cluster storage instead (a ``Recover``) [GES "Recovering clients": a client recovers
+    from its storage]; the rest, and any that goes astray, from this storage, which
+    retransmits every event a client has not confirmed."""
+    queue = recovery_queue(st, client, rec.confirmed, rec.cut)
+    unit = st.fine_of.get(old_broker, "")
+    held = tuple(
+        q
+        for q in queue
+        if unit in st.events[q.epoch].units and unit not in st.events[q.epoch].units_pending
+    )
+    effects: list[Effect] = []
+    if held:
+        items = tuple((q.epoch, q.prev) for q in held)
+        ask = Recover(storage=unit, source=st.name, client=client, broker=rec.broker, items=items)
+        s, effs = route(s, unit, ask, frozenset(), now)
+        effects.extend(effs)
+        queue = tuple(q for q in queue if q not in held)
+    ack = HandoffAck(
         storage=st.name,
         client=client,
         connection=rec.connection,
         effective=rec.confirmed,
         cut=rec.cut,
-        fresh=fresh,
-        queue=recovery_queue(st, client, rec.confirmed, rec.cut),
+        fresh=not old_broker,
+        queue=queue,
     )
+    s, effs = route(s, rec.broker, ack, frozenset(), now)
+    return s, (*effects, *effs)
+
+
+def _on_recover(s: NodeState, r: Recover, now: int) -> tuple[NodeState, Effects]:
+    """A cluster storage sends a reconnecting client the events it holds of its queue, as
+    the system storage's events (its epochs and chain)."""
+    queue: list[Queued] = []
+    for epoch, prev in r.items:
+        rep: Replicate | None = s.disk.get(("replica", s.name, r.source, epoch))
+        if rep is not None:  # always, once confirmed; else the system storage resends it
+            q = Queued(epoch=epoch, prev=prev, pubend=rep.pubend, attributes=rep.attributes)
+            queue.append(q)
+    if not queue:
+        return s, ()
+    out = Recovered(
+        storage=r.source, unit=s.name, client=r.client, broker=r.broker, queue=tuple(queue)
+    )
+    return route(s, r.broker, out, frozenset(), now)
+
+
+def _on_recovered(s: NodeState, r: Recovered, now: int) -> tuple[NodeState, Effects]:
+    """Recovered events from a cluster storage: offered to the client's session like a
+    recovery queue (buffered until the system storage's answer made the session ready)."""
+    effects: list[Effect] = []
+    for q in r.queue:
+        s, effs = _offer(s, r.client, r.storage, q.epoch, q.prev, q.pubend, q.attributes, now)
+        effects.extend(effs)
+    return s, tuple(effects)
 
 
 def event_msg(s: NodeState, ev: StoredEvent) -> EventMsg:
@@ -529,6 +586,5 @@ def on_written(s: NodeState, key: Any, now: int) -> tuple[NodeState, Effects]:
         rec = s.store.clients.get(reg.client)
         if rec is None or rec.connection != reg.record.connection:
             return s, ()
-        ack = _ack(s.store, reg.client, rec, fresh=not reg.old_broker)
-        return route(s, rec.broker, ack, frozenset(), now)
+        return _answer(s, s.store, reg.client, rec, reg.old_broker, now)
     return s, ()
