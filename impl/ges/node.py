@@ -90,6 +90,7 @@ __all__ = [
     "on_body",
     "on_written",
     "replicate",
+    "resend_queues",
     "route",
     "write",
 ]
@@ -525,6 +526,27 @@ def _on_recover(s: NodeState, r: Recover, now: int) -> tuple[NodeState, Effects]
         storage=r.source, unit=s.name, client=r.client, broker=r.broker, queue=tuple(queue)
     )
     return route(s, r.broker, out, frozenset(), now)
+
+
+def resend_queues(s: NodeState, now: int) -> tuple[NodeState, Effects]:
+    """With the finer tier, every tick: a system storage resends each client the part of its
+    recovery queue it has not confirmed yet, itself (the cluster storage asked for it may
+    have failed, and a queue's events may not pass the gatekeepers as live events: they are
+    judged by the client's profile now)."""
+    st = s.store
+    if st is None or not st.fine_of:
+        return s, ()
+    effects: list[Effect] = []
+    for client in sorted(st.waiting):
+        rec = st.clients[client]
+        queue = recovery_queue(st, client, rec.confirmed, rec.cut)
+        if queue:
+            out = Recovered(
+                storage=st.name, unit=st.name, client=client, broker=rec.broker, queue=queue
+            )
+            s, effs = route(s, rec.broker, out, frozenset(), now)
+            effects.extend(effs)
+    return s, tuple(effects)
 
 
 def _on_recovered(s: NodeState, r: Recovered, now: int) -> tuple[NodeState, Effects]:

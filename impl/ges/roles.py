@@ -19,7 +19,8 @@ here are the inputs:
   when it differs);
 * ``LinkChanged`` — a link is suspected (down) or trusted again (up), and the news flooded
   (:mod:`gapless.impl.ges.linkstate`); ``Receive(LinkNews)`` — news from elsewhere;
-* ``TimerFired`` — the tick: retransmit the outbox, a storage's pending events, and the
+* ``TimerFired`` — the tick: retransmit the outbox, a storage's pending events (and, with the
+  finer tier, its replicas and the unconfirmed part of recovery queues), and the
   handoffs no storage has answered yet; send each live neighbour the digest of the
   registrations heard.
 """
@@ -52,6 +53,7 @@ from gapless.impl.ges.node import (
     handoffs,
     on_written,
     replicate,
+    resend_queues,
     route,
     write,
 )
@@ -232,6 +234,8 @@ def on_timer(s: NodeState, inp: TimerFired, now: int) -> Step:
         s, effs = route(s, body.storage, body, frozenset(), now)
         effects.extend(effs)
     s, effs = _retransmit(s, now)
+    effects.extend(effs)
+    s, effs = resend_queues(s, now)
     effects.extend(effs)
     for client in sorted(s.sessions):
         s, effs = handoffs(s, s.sessions[client], now)
