@@ -18,7 +18,7 @@ from pyrsistent import pmap
 from gapless.impl.effects import Persist, Send
 from gapless.impl.errors import ProtocolMisuse
 from gapless.impl.ges import PAPER_POLICY, GESConfig, Network, handle, initial_state
-from gapless.impl.ges.messages import Replicate, Replicated, Routed
+from gapless.impl.ges.messages import Recover, Recovered, Replicate, Replicated, Routed
 from gapless.impl.ges.storage import StorageState, confirm, confirm_unit, handoff, store
 from gapless.impl.ges.tier import add_unit, owed
 from gapless.impl.ges.variants import VARIANTS
@@ -26,10 +26,12 @@ from gapless.impl.inputs import Persisted, Receive
 from gapless.impl.trace import TraceRecord
 from gapless.invariants.ges import INVARIANTS, GESChecker
 from gapless.invariants.ges_tracefile import trace_check, write_ges_trace
+from gapless.models.faults import DEFAULT_RATES, FaultProfile
 from gapless.models.ges_binding import network
 from gapless.models.ges_protocol import check_context
 from gapless.models.ges_topology import ges_small
-from gapless.models.run import build, run_context
+from gapless.models.run import build, run_context, simulate
+from gapless.models.runner import generate_schedule
 from gapless.models.runspec import RunSpecError
 from gapless.spec.filters import reference_matcher
 
@@ -264,3 +266,62 @@ def test_a_tier_trace_file_gets_the_online_verdict_offline(tmp_path: Path, varia
         assert violation is not None
         assert violation.invariant == out.invariant == "release_after_confirm"
         assert violation.message in out.explanation
+
+
+# ------------------------------------------------------------------ recovery from the cluster
+
+
+ROAMS = tuple(
+    fault("disconnect", 0.6 + 0.3 * i, 0.2, f"n{1 + i % 8}.u{i % 2}", 10 + i) for i in range(8)
+)
+
+
+def test_a_cluster_storage_answers_a_recover_with_the_replicas_it_holds() -> None:
+    net = _net()
+    s = initial_state("n3", net, GESConfig(), PAPER_POLICY)
+    r = Replicate(storage="n3", source="n2", epoch=7, pubend="P1", attributes=pmap({"k": 1}))
+    s = attrs.evolve(s, disk=s.disk.set(("replica", "n3", "n2", 7), r))
+    ask = Recover(storage="n3", source="n2", client="a", broker="n6", items=((7, 4), (9, 7)))
+    s, effects = handle(
+        s, Receive(sender="n1", msg=Routed(dest="n3", visited=frozenset(), body=ask)), 5
+    )
+    (send,) = effects
+    assert type(send) is Send
+    assert type(send.msg) is Routed
+    assert send.msg.dest == "n6"
+    out = send.msg.body
+    assert type(out) is Recovered
+    assert (out.storage, out.unit, out.client) == ("n2", "n3", "a")
+    assert [(q.epoch, q.prev, q.pubend) for q in out.queue] == [(7, 4, "P1")]  # 9: not held
+
+
+def test_roaming_clients_recover_from_the_storage_of_the_cluster_they_left() -> None:
+    out = run("none", ROAMS, record=True, **CLUSTER)
+    assert out.verdict == "pass", out.explanation
+    assert out.trace is not None
+    from_units = [
+        r.detail.wire
+        for r in out.trace
+        if r.kind == "send"
+        and r.detail.wire.kind == "recovered"
+        and r.detail.wire.unit != r.detail.wire.storage
+        and r.node == r.detail.wire.unit
+    ]
+    assert from_units
+    assert sum(len(w.queue) for w in from_units) > 0
+
+
+def test_a_queue_asked_of_a_cluster_storage_that_fails_still_arrives() -> None:
+    """Regression (a fuzz schedule, ges-small seed 200): a client's queue was asked of its old
+    cluster's storage, which failed for good; the system storage resends it itself."""
+    rates = {**DEFAULT_RATES, "fail": 0.2, "disconnect": 2.0, "crash": 0.3, "link_fail": 0.5}
+    s = spec(
+        faults=FaultProfile(rates=tuple(sorted(rates.items())), max_duration_us=1_500_000),
+        duration_us=4_000_000,
+        drain_us=5_000_000,
+        config=(("granularity", "cluster"),),
+    )
+    schedule = generate_schedule(s, 200)
+    assert any(e.kind == "fail" and e.target == "n3" for e in schedule.events)
+    out = simulate(s, schedule, 200)
+    assert out.verdict == "pass", out.explanation
