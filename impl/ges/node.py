@@ -29,6 +29,13 @@ returns the same state and ``()``.
   the live events, each only when its predecessor (``prev``) is the last delivered: gapless,
   in order, never twice; an event at or below the last delivered is a duplicate, confirmed
   again but not delivered. Every delivery is confirmed to its storage.
+* **The finer tier** (:mod:`gapless.impl.ges.tier`, run config ``granularity = "cluster"``).
+  A storage hands each cluster storage its event is destined to a ``Replicate`` once it is
+  logged; the cluster storage writes a ``replica`` keyed by the storage's epoch and confirms
+  (``Replicated``) once it is durable; it asks for what it lacks (``Retrieve``) when it boots
+  or restarts. A reconnecting client's queue entries that the storage of the cluster it left
+  holds come from there (``Recover`` -> ``Recovered``), and the storage resends any part of a
+  queue not confirmed every tick (:func:`resend_queues`).
 * **Crash.** A node keeps exactly its completed writes (``disk``): the outbox, and for a
   storage its logs, registrations and releases, from which the storage is rebuilt
   (:func:`gapless.impl.ges.storage.recover`). Sessions, suspicions and in-flight writes are

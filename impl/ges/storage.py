@@ -18,7 +18,9 @@ For each event the storage keeps the clients it is destined to (``targets``) and
 The predicate count ``remaining`` starts at the number of targets and is decremented as each
 target confirms receipt; at zero the event is *released* (a durable write), never before
 [GES: "the predicate count that can be decremented for the sub-unit that this storage is
-servicing"].
+servicing"]. With the finer tier (:mod:`gapless.impl.ges.tier`) the count also holds one per
+cluster storage the event is destined to (``units``), decremented once per unit that
+confirms it holds the event (:func:`confirm_unit`).
 
 A client that reconnects anywhere presents, for this storage, the epoch of the last event it
 received from it (or nothing) and its profile [GES "Recovering clients", items (a)–(c)]; the
