@@ -122,7 +122,7 @@ VARIANTS: Final[dict[str, Variant]] = {
         _bug(
             "release-before-units",
             ("release_after_confirm",),
-            (),
+            ("crash",),
             'With the finer tier (run config granularity = "cluster"), the system storage '
             "counts only the clients an event is destined to, not the cluster storages [GES "
             '"Stable storages": the predicate count is decremented as finer-grained storages '
