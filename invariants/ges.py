@@ -37,7 +37,9 @@ Invariants (:data:`INVARIANTS`):
   is released with predicate count exactly zero [GES "Profiles and the profile graph",
   "Stable storages"];
 * ``release_after_confirm`` — a storage releases an event only after it was delivered to
-  every client it was destined to.
+  every client it was destined to and, with the finer tier, after every cluster storage it
+  was destined to holds it durably (its completed ``replica`` write under the system
+  storage's epoch) [GES "Stable storages"].
 """
 
 from __future__ import annotations
@@ -108,6 +110,8 @@ class GESChecker:
         """When links or nodes last went down: a node is told of each link in turn within
         that instant, so a send in the same instant is not judged."""
         self._interested: dict[tuple[str, int, str], bool] = {}
+        self.replicas: set[tuple[str, str, int]] = set()
+        """(cluster storage, system storage, epoch) of every completed ``replica`` write."""
 
     # ------------------------------------------------------------ plumbing
 
@@ -278,6 +282,8 @@ class GESChecker:
             self._registration(r, p.value)
         elif kind == "release":
             self._release(r, p.value)
+        elif kind == "replica":
+            self.replicas.add((r.node, p.value.source, p.value.epoch))
 
     def _registration(self, r: TraceRecord, reg: Registration) -> None:
         regs = self.registered.setdefault(reg.storage, {})
@@ -308,6 +314,10 @@ class GESChecker:
         for c in rel.targets:
             if (c, rel.storage, rel.epoch) not in self.delivered:
                 msg = f"epoch {rel.epoch} released before {c} received it"
+                self._flag("release_after_confirm", rel.storage, msg, r)
+        for u in rel.units:
+            if (u, rel.storage, rel.epoch) not in self.replicas:
+                msg = f"epoch {rel.epoch} released before cluster storage {u} held it"
                 self._flag("release_after_confirm", rel.storage, msg, r)
 
     # ------------------------------------------------------------ liveness

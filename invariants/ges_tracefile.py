@@ -17,8 +17,10 @@ shaped like guaranteed delivery's (:mod:`gapless.invariants.tracefile`), end rec
     {"pubend", "epoch", "attributes"}}``, ``{"registration": {"storage", "client", "broker",
     "connection", "profile", "start", "last", "confirmed", "cut", "counts", "old_broker",
     "old_counts"}}`` (``counts``: ``[depth, count]`` pairs), ``{"release": {"storage",
-    "epoch", "remaining", "targets"}}``, or ``{}`` (anything else); ``persisted``:
-    ``{"key"}``;
+    "epoch", "remaining", "targets", "units"}}`` (``units``, the cluster storages of the
+    finer tier, may be absent: none), ``{"replica": {"source", "epoch", "pubend",
+    "attributes"}}`` (a cluster storage holds the system storage ``source``'s event
+    ``epoch``), or ``{}`` (anything else); ``persisted``: ``{"key"}``;
   - ``send``: ``{"to", "wire"}``, ``drop``: ``{"sender", "to", "wire", "reason"}`` — ``wire``
     is :class:`~gapless.impl.ges.messages.GesWire` as an object (``queue``, ``dests``:
     lists);
@@ -50,7 +52,7 @@ import attrs
 from pyrsistent import pmap
 
 from gapless.impl.effects import Deliver, Persist, deliveries
-from gapless.impl.ges.messages import GesWire
+from gapless.impl.ges.messages import GesWire, Replicate
 from gapless.impl.ges.node import Registration, Release
 from gapless.impl.ges.storage import ClientRecord
 from gapless.impl.inputs import Connect, Disconnect, Persisted
@@ -141,6 +143,17 @@ def _write_out(ctx: GESContext, p: Persist) -> dict[str, Any]:
                 "epoch": rel.epoch,
                 "remaining": rel.remaining,
                 "targets": list(rel.targets),
+                "units": list(rel.units),
+            }
+        }
+    if kind == "replica":
+        r: Replicate = p.value
+        return {
+            "replica": {
+                "source": r.source,
+                "epoch": r.epoch,
+                "pubend": r.pubend,
+                "attributes": dict(r.attributes),
             }
         }
     return {}
@@ -283,12 +296,13 @@ def _wire_in(ln: _Line, w: Any) -> GesWire:
         cut=ln.opt_int(w, "cut"),
         fresh=ln.get(w, "fresh", bool),
         queue=tuple(int(x) for x in ln.get(w, "queue", list)),
+        unit=ln.get(w, "unit", str) if isinstance(w, dict) and "unit" in w else "",
     )
 
 
 def _write_in(ln: _Line, w: Any) -> Any:
     if not isinstance(w, dict) or len(w) > 1:
-        raise ln.fail(f"write {w!r} is not {{}} or one of log, registration, release")
+        raise ln.fail(f"write {w!r} is not {{}} or one of log, registration, release, replica")
     if "log" in w:
         g = w["log"]
         attributes = pmap(ln.get(g, "attributes", dict))
@@ -321,9 +335,19 @@ def _write_in(ln: _Line, w: Any) -> Any:
             epoch=ln.get(g, "epoch", int),
             remaining=ln.get(g, "remaining", int),
             targets=tuple(map(str, ln.get(g, "targets", list))),
+            units=tuple(map(str, ln.get(g, "units", list))) if "units" in g else (),
+        )
+    if "replica" in w:
+        g = w["replica"]
+        return Replicate(
+            storage="",
+            source=ln.get(g, "source", str),
+            epoch=ln.get(g, "epoch", int),
+            pubend=ln.get(g, "pubend", str),
+            attributes=pmap(ln.get(g, "attributes", dict)),
         )
     if w:
-        raise ln.fail(f"write {w!r} is not {{}} or one of log, registration, release")
+        raise ln.fail(f"write {w!r} is not {{}} or one of log, registration, release, replica")
     return None
 
 
@@ -385,6 +409,8 @@ def _durable(p: Persist) -> str | None:
         return "registration"
     if t is Release:
         return "release"
+    if t is Replicate:
+        return "replica"
     return None
 
 

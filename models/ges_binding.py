@@ -7,7 +7,9 @@ Theory of operation
 * the topology graph (:mod:`gapless.models.ges_topology`) becomes the roles'
   :class:`~gapless.impl.ges.config.Network`: node addresses and links as a
   :class:`~gapless.impl.ges.addressing.Hierarchy`, the storages, and for every node the storage
-  of its top-level unit;
+  of its top-level unit; at the run's config key ``granularity = "cluster"`` (the default is
+  ``"super-cluster"``: no finer tier) also the storage of its cluster (:func:`fine_storages`,
+  :mod:`gapless.impl.ges.tier`);
 * configuration: :class:`~gapless.impl.ges.config.GESConfig` with the run's overrides; policy:
   the variant's (``"none"`` is the paper's);
 * seams: ``resume_token`` — a reconnecting client presents, per storage, the epoch of the
@@ -22,7 +24,8 @@ Theory of operation
   [GES "Epochs"] (the run's config key ``profile_changes = false`` turns this off);
   ``message_cost`` — an event message's service
   time and bytes for the world's optional capacity model (``ges-latency``); ``durable`` —
-  which write makes what durable (``outbox``, ``log``, ``registration``, ``release``);
+  which write makes what durable (``outbox``, ``log``, ``registration``, ``release``, and
+  for the finer tier ``replica`` and ``unit``);
 * decoders: a ``log`` write logs ``(pubend, epoch, attributes)``; a delivered payload is the
   event's attributes; :func:`gapless.impl.ges.messages.wire` summarises messages
   (:class:`~gapless.impl.ges.messages.GesWire`).
@@ -57,11 +60,38 @@ __all__ = ["GESBinding", "make_binding", "network", "within_budget"]
 
 _HEADER_BYTES: Final = 40
 
-_DURABLE = {"outbox": "outbox", "log": "log", "client": "registration", "release": "release"}
+_DURABLE = {
+    "outbox": "outbox",
+    "log": "log",
+    "client": "registration",
+    "release": "release",
+    "replica": "replica",
+    "unit": "unit",
+}
+GRANULARITIES: Final = ("super-cluster", "cluster")
+"""The replication granularities (run config key ``granularity``; the first is the default)."""
 
 
-def network(graph: nx.Graph) -> Network:
-    """The roles' static network for ``graph``."""
+def fine_storages(graph: nx.Graph) -> dict[str, str]:
+    """Per node, the storage of its cluster at ``cluster`` granularity: the cluster's first
+    node by name that is not a system storage (the system storage itself in a cluster of one)."""
+    clusters: dict[tuple[int, ...], list[str]] = {}
+    for n, d in graph.nodes(data=True):
+        clusters.setdefault(tuple(d["address"][:-1]), []).append(n)
+    system = set(graph.graph["storages"])
+    out: dict[str, str] = {}
+    for members in clusters.values():
+        members.sort(key=lambda n: (n in system, len(n), n))
+        out.update(dict.fromkeys(members, members[0]))
+    return out
+
+
+def network(graph: nx.Graph, granularity: str = GRANULARITIES[0]) -> Network:
+    """The roles' static network for ``graph`` at ``granularity``."""
+    if granularity not in GRANULARITIES:
+        raise RunSpecError(
+            f"RunSpec.config: granularity = {granularity!r}; allowed: {', '.join(GRANULARITIES)}"
+        )
     h = Hierarchy.build(
         {n: tuple(d["address"]) for n, d in graph.nodes(data=True)},
         [tuple(e) for e in graph.edges],
@@ -72,7 +102,14 @@ def network(graph: nx.Graph) -> Network:
         top = h.unit(n, h.depth)
         storage_of[n] = next(s for s in storages if h.unit(s, h.depth) == top)
     brokers = tuple(sorted(n for n, d in graph.nodes(data=True) if d["role"] == "shb"))
-    return Network(hierarchy=h, storages=storages, storage_of=pmap(storage_of), brokers=brokers)
+    fine_of = pmap(fine_storages(graph)) if granularity == "cluster" else pmap()
+    return Network(
+        hierarchy=h,
+        storages=storages,
+        storage_of=pmap(storage_of),
+        brokers=brokers,
+        fine_of=fine_of,
+    )
 
 
 @final
@@ -90,8 +127,9 @@ class GESBinding:
         policy: Any,
         *,
         profile_changes: bool = True,
+        granularity: str = GRANULARITIES[0],
     ):
-        self.net = network(graph)
+        self.net = network(graph, granularity)
         self.config = config
         self.policy = policy
         self.handle = ges.handle
@@ -168,6 +206,7 @@ def make_binding(spec: Any, graph: nx.Graph, workload: Workload) -> GESBinding:
     """The binding of ``spec`` (a ``RunSpec``): its variant's policy, its config overrides."""
     overrides = dict(spec.config)
     changes = overrides.pop("profile_changes", True)
+    granularity = overrides.pop("granularity", GRANULARITIES[0])
     if not isinstance(changes, bool):
         raise RunSpecError(f"RunSpec.config: profile_changes = {changes!r}; expected a bool")
     try:
@@ -175,10 +214,12 @@ def make_binding(spec: Any, graph: nx.Graph, workload: Workload) -> GESBinding:
     except TypeError as exc:
         fields = ", ".join(a.name for a in attrs.fields(GESConfig))
         raise RunSpecError(
-            f"RunSpec.config: {exc}; allowed keys: {fields}, profile_changes"
+            f"RunSpec.config: {exc}; allowed keys: {fields}, profile_changes, granularity"
         ) from exc
     policy = resolve("ges", spec.variant, ges.PAPER_POLICY, VARIANTS)
-    return GESBinding(graph, workload, config, policy, profile_changes=changes)
+    return GESBinding(
+        graph, workload, config, policy, profile_changes=changes, granularity=granularity
+    )
 
 
 def within_budget(graph: nx.Graph, active: tuple[FaultEvent, ...]) -> bool:

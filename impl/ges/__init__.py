@@ -5,7 +5,8 @@ Modules, one concern each: :mod:`~gapless.impl.ges.addressing` (nodes, clusters,
 super-clusters, gatekeepers), :mod:`~gapless.impl.ges.connectivity` (each node's
 connectivity graph and cheapest-path routing), :mod:`~gapless.impl.ges.profiles` (the profile
 graph), :mod:`~gapless.impl.ges.storage` (epochs, predicate counts, release, recovery
-queues), :mod:`~gapless.impl.ges.session` (a client's recovery then live delivery),
+queues), :mod:`~gapless.impl.ges.tier` (the finer tier of cluster storages),
+:mod:`~gapless.impl.ges.session` (a client's recovery then live delivery),
 :mod:`~gapless.impl.ges.node` and :mod:`~gapless.impl.ges.roles` (the node role and its
 dispatcher), :mod:`~gapless.impl.ges.messages` (the wire and its summary),
 :mod:`~gapless.impl.ges.policy` (the rules) and :mod:`~gapless.impl.ges.variants` (planted

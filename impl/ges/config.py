@@ -5,8 +5,10 @@ Theory of operation
 -------------------
 :class:`Network` is what the organisation of the broker network tells every node: the
 hierarchy (addresses, links), which nodes host clients, which nodes host the system stable
-storages, and which storage serves each node (the storage of its top-level unit: the
-replication granularity of ``spec/ges.md``). :class:`GESConfig` holds the timing: how often a
+storages, which storage serves each node (the storage of its top-level unit), and the
+replication granularity of ``spec/ges.md``: ``fine_of``, the storage of each node's cluster
+(the finer tier, :mod:`gapless.impl.ges.tier`), empty at ``super-cluster`` granularity.
+:class:`GESConfig` holds the timing: how often a
 node retransmits what is unconfirmed (``retry_us``) and how long a stable-storage write takes
 (``write_delay_us``; one delay for every write, so a node's writes complete in the order they
 were asked for).
@@ -17,7 +19,7 @@ from __future__ import annotations
 from typing import final
 
 import attrs
-from pyrsistent import PMap
+from pyrsistent import PMap, pmap
 
 from gapless.impl.errors import ProtocolMisuse
 from gapless.impl.ges.addressing import Hierarchy
@@ -50,9 +52,26 @@ class Network:
     storages: tuple[str, ...]
     storage_of: PMap[str, str]
     brokers: tuple[str, ...]
+    fine_of: PMap[str, str] = attrs.field(factory=pmap)
+
+    @property
+    def fine_storages(self) -> tuple[str, ...]:
+        """The cluster storages (the finer tier), by name."""
+        return tuple(sorted(set(self.fine_of.values())))
 
     def __attrs_post_init__(self) -> None:
         nodes = self.hierarchy.nodes
+        h = self.hierarchy
+        wrong = [
+            n
+            for n, f in self.fine_of.items()
+            if n not in nodes or f not in nodes or h.unit(n, 1) != h.unit(f, 1)
+        ]
+        if wrong:
+            raise ProtocolMisuse(
+                f"Network: a cluster storage must be a node of the cluster it serves; wrong for "
+                f"{sorted(wrong)}"
+            )
         bad = [s for s in (*self.storages, *self.storage_of.values()) if s not in nodes]
         missing = [n for n in nodes if n not in self.storage_of]
         if bad or missing or set(self.storage_of.values()) - set(self.storages):

@@ -18,6 +18,16 @@ one copy crosses each link toward the destinations behind it [GES "Routing event
   neighbour every tick so that lost news is made up (:mod:`gapless.impl.ges.propagation`).
 * :class:`Handoff` — a client (re)connected at ``broker`` presenting ``presented`` for this
   storage, with its profile; :class:`HandoffAck` — the storage's cut and recovery queue.
+* The finer tier (``spec/ges.md``, "Finer-grained storages"): :class:`Replicate` — a system
+  storage hands a cluster's storage one stored event with its epoch; :class:`Replicated` — the
+  cluster's storage has it durably (the system storage's predicate count for that unit is
+  decremented); :class:`Retrieve` — a cluster's storage (added, booted or recovered) asks a
+  system storage for the events destined to its cluster that it lacks; :class:`Recover` — a
+  system storage asks the cluster storage a reconnecting client left to send it the events of
+  its recovery queue that cluster storage holds; :class:`Recovered` — those events, to the
+  client's node (like a ``HandoffAck``'s queue, and for the same reason not an ``EventMsg``:
+  gatekeepers judge live events by the client's profile now, a recovery queue holds what its
+  profile in force when each was published wanted).
 
 :class:`GesWire` is the protocol's own summary of a message (the registry entry's
 ``wire_schema``): the invariants read sends only through it.
@@ -41,6 +51,11 @@ __all__ = [
     "LinkNews",
     "ProfileDigest",
     "ProfileNews",
+    "Recover",
+    "Recovered",
+    "Replicate",
+    "Replicated",
+    "Retrieve",
     "Routed",
     "Store",
     "Stored",
@@ -99,12 +114,82 @@ class HandoffAck:
 
 @final
 @attrs.frozen(kw_only=True)
+class Replicate:
+    """System storage ``source`` hands cluster storage ``storage`` its event ``epoch``."""
+
+    storage: str
+    source: str
+    epoch: int
+    pubend: str
+    attributes: PMap[str, Any]
+
+
+@final
+@attrs.frozen(kw_only=True)
+class Replicated:
+    """Cluster storage ``unit`` holds event ``epoch`` of system storage ``storage`` durably."""
+
+    storage: str
+    unit: str
+    epoch: int
+
+
+@final
+@attrs.frozen(kw_only=True)
+class Retrieve:
+    """Cluster storage ``unit`` asks system storage ``storage`` for the events destined to
+    its cluster that it has not confirmed (storage addition and recovery)."""
+
+    storage: str
+    unit: str
+
+
+@final
+@attrs.frozen(kw_only=True)
+class Recover:
+    """System storage ``source`` asks cluster storage ``storage`` to send ``client``, now at
+    node ``broker``, its events ``items`` (``(epoch, prev)`` pairs: the recovery queue's
+    entries that cluster storage holds)."""
+
+    storage: str
+    source: str
+    client: str
+    broker: str
+    items: tuple[tuple[int, int], ...]
+
+
+@final
+@attrs.frozen(kw_only=True)
+class Recovered:
+    """Cluster storage ``unit`` sends ``client`` at node ``broker`` events of system storage
+    ``storage``'s recovery queue (each with its epoch and ``prev``)."""
+
+    storage: str
+    unit: str
+    client: str
+    broker: str
+    queue: tuple[Queued, ...]
+
+
+@final
+@attrs.frozen(kw_only=True)
 class Routed:
     """``body`` on its way to node ``dest``; ``visited``: the nodes it has been at."""
 
     dest: str
     visited: frozenset[str]
-    body: Store | Stored | Confirm | Handoff | HandoffAck
+    body: (
+        Store
+        | Stored
+        | Confirm
+        | Handoff
+        | HandoffAck
+        | Replicate
+        | Replicated
+        | Retrieve
+        | Recover
+        | Recovered
+    )
 
 
 @final
@@ -155,7 +240,10 @@ class GesWire:
     confirm, handoff, handoff_ack), the ``storage`` it concerns, the ``epoch`` (event,
     confirm), ``pubend``, ``client``, ``connection``, the event's destination nodes
     (``dests``), a handoff's ``presented`` epoch, an ack's ``effective`` epoch and ``cut``,
-    whether it registered a new client (``fresh``) and the epochs of its recovery ``queue``."""
+    whether it registered a new client (``fresh``), the epochs of its recovery ``queue``, and
+    the cluster storage (``unit``) of a replicate, replicated, retrieve, recover or recovered
+    message
+    (whose ``storage`` is the system storage; a recover's ``queue``: the epochs it asks for)."""
 
     kind: str
     storage: str = ""
@@ -169,6 +257,7 @@ class GesWire:
     cut: int | None = None
     fresh: bool = False
     queue: tuple[int, ...] = ()
+    unit: str = ""
 
 
 def _body(b: Any) -> GesWire:
@@ -196,6 +285,28 @@ def _body(b: Any) -> GesWire:
             effective=b.effective,
             cut=b.cut,
             fresh=b.fresh,
+            queue=tuple(q.epoch for q in b.queue),
+        )
+    if t is Replicate:
+        return GesWire(kind="replicate", storage=b.source, epoch=b.epoch, unit=b.storage)
+    if t is Replicated:
+        return GesWire(kind="replicated", storage=b.storage, epoch=b.epoch, unit=b.unit)
+    if t is Retrieve:
+        return GesWire(kind="retrieve", storage=b.storage, unit=b.unit)
+    if t is Recover:
+        return GesWire(
+            kind="recover",
+            storage=b.source,
+            unit=b.storage,
+            client=b.client,
+            queue=tuple(e for e, _prev in b.items),
+        )
+    if t is Recovered:
+        return GesWire(
+            kind="recovered",
+            storage=b.storage,
+            unit=b.unit,
+            client=b.client,
             queue=tuple(q.epoch for q in b.queue),
         )
     return GesWire(kind="other")

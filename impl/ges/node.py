@@ -29,6 +29,13 @@ returns the same state and ``()``.
   the live events, each only when its predecessor (``prev``) is the last delivered: gapless,
   in order, never twice; an event at or below the last delivered is a duplicate, confirmed
   again but not delivered. Every delivery is confirmed to its storage.
+* **The finer tier** (:mod:`gapless.impl.ges.tier`, run config ``granularity = "cluster"``).
+  A storage hands each cluster storage its event is destined to a ``Replicate`` once it is
+  logged; the cluster storage writes a ``replica`` keyed by the storage's epoch and confirms
+  (``Replicated``) once it is durable; it asks for what it lacks (``Retrieve``) when it boots
+  or restarts. A reconnecting client's queue entries that the storage of the cluster it left
+  holds come from there (``Recover`` -> ``Recovered``), and the storage resends any part of a
+  queue not confirmed every tick (:func:`resend_queues`).
 * **Crash.** A node keeps exactly its completed writes (``disk``): the outbox, and for a
   storage its logs, registrations and releases, from which the storage is rebuilt
   (:func:`gapless.impl.ges.storage.recover`). Sessions, suspicions and in-flight writes are
@@ -50,6 +57,11 @@ from gapless.impl.ges.messages import (
     EventMsg,
     Handoff,
     HandoffAck,
+    Recover,
+    Recovered,
+    Replicate,
+    Replicated,
+    Retrieve,
     Routed,
     Store,
     Stored,
@@ -59,15 +71,18 @@ from gapless.impl.ges.propagation import Interest, passes
 from gapless.impl.ges.session import Session, offer, start_session
 from gapless.impl.ges.storage import (
     ClientRecord,
+    Queued,
     StorageState,
     StoredEvent,
     confirm,
+    confirm_unit,
     edge_counts,
     handoff,
     recover,
     recovery_queue,
     store,
 )
+from gapless.impl.ges.tier import add_unit, owed
 
 __all__ = [
     "NodeState",
@@ -81,6 +96,8 @@ __all__ = [
     "initial_state",
     "on_body",
     "on_written",
+    "replicate",
+    "resend_queues",
     "route",
     "write",
 ]
@@ -93,12 +110,14 @@ TICK = ("ges", "tick")
 @attrs.frozen(kw_only=True)
 class Release:
     """A ``release`` record: ``epoch`` left storage ``storage`` with predicate count
-    ``remaining``; ``targets`` are the clients it was destined to."""
+    ``remaining``; ``targets`` are the clients it was destined to, ``units`` the cluster
+    storages (the finer tier)."""
 
     storage: str
     epoch: int
     remaining: int
     targets: tuple[str, ...]
+    units: tuple[str, ...] = ()
 
 
 @final
@@ -141,7 +160,7 @@ class NodeState:
 
 def initial_state(name: str, net: Network, config: GESConfig, policy: GESPolicy) -> NodeState:
     """A node at boot: a storage node starts its (empty) storage."""
-    st = StorageState(name=name) if name in net.storages else None
+    st = StorageState(name=name, fine_of=net.fine_of) if name in net.storages else None
     return NodeState(name=name, net=net, config=config, policy=policy, store=st)
 
 
@@ -156,7 +175,9 @@ def crash(s: NodeState) -> NodeState:
         logs = {k[2]: v[0] for k, v in s.disk.items() if k[0] == "log"}
         released = {k[2] for k in s.disk if k[0] == "release"}
         records = {k[2]: v.record for k, v in s.disk.items() if k[0] == "client"}
-        st = recover(s.name, logs, released, records)
+        st = recover(s.name, logs, released, records, s.net.fine_of)
+        for key in sorted(k for k in s.disk if k[0] == "unit"):
+            st = add_unit(st, s.net.hierarchy, key[2], s.policy)
     return NodeState(
         name=s.name,
         net=s.net,
@@ -333,6 +354,12 @@ def on_body(s: NodeState, body: Any, now: int) -> tuple[NodeState, Effects]:
     t = type(body)
     if t is HandoffAck:
         return on_ack(s, body, now)
+    if t is Replicate and body.storage == s.name:
+        return _on_replicate(s, body, now)
+    if t is Recover and body.storage == s.name:
+        return _on_recover(s, body, now)
+    if t is Recovered:
+        return _on_recovered(s, body, now)
     if t is Stored:
         key = (body.pubend, body.seq)
         if key not in s.outbox:
@@ -349,7 +376,61 @@ def on_body(s: NodeState, body: Any, now: int) -> tuple[NodeState, Effects]:
         return _releases(s, (gone,) if gone is not None else ())
     if t is Handoff:
         return _on_handoff(s, st, body, now)
+    if t is Replicated:
+        st2, gone = confirm_unit(st, body.epoch, body.unit, s.policy)
+        s = attrs.evolve(s, store=st2)
+        return _releases(s, (gone,) if gone is not None else ())
+    if t is Retrieve:
+        return _on_retrieve(s, st, body, now)
     return s, ()
+
+
+# ------------------------------------------------------------------ the finer tier
+
+
+def replicate(s: NodeState, ev: StoredEvent, now: int) -> tuple[NodeState, Effects]:
+    """Hand ``ev`` (logged) to every cluster storage that has not confirmed it
+    (:mod:`gapless.impl.ges.tier`)."""
+    effects: list[Effect] = []
+    for unit in sorted(ev.units_pending):
+        r = Replicate(
+            storage=unit, source=s.name, epoch=ev.epoch, pubend=ev.pubend, attributes=ev.attributes
+        )
+        s, effs = route(s, unit, r, frozenset(), now)
+        effects.extend(effs)
+    return s, tuple(effects)
+
+
+def _on_replicate(s: NodeState, r: Replicate, now: int) -> tuple[NodeState, Effects]:
+    """A cluster storage: write the replica under the system storage's epoch; confirm once
+    it is durable (again for one it holds)."""
+    key = ("replica", s.name, r.source, r.epoch)
+    if key in s.disk:
+        done = Replicated(storage=r.source, unit=s.name, epoch=r.epoch)
+        return route(s, r.source, done, frozenset(), now)
+    if key in s.writes:
+        return s, ()
+    s, p = write(s, key, r)
+    return s, (p,)
+
+
+def _on_retrieve(
+    s: NodeState, st: StorageState, r: Retrieve, now: int
+) -> tuple[NodeState, Effects]:
+    """A cluster storage booted, recovered or was added: record it (durably, if it is new)
+    and hand it every logged event it lacks, epochs kept."""
+    st2 = add_unit(st, s.net.hierarchy, r.unit, s.policy)
+    effects: list[Effect] = []
+    if st2 is not st:
+        s = attrs.evolve(s, store=st2)
+        s, p = write(s, ("unit", s.name, r.unit), r)
+        effects.append(p)
+    for ev in owed(st2, r.unit):
+        if ("log", s.name, ev.epoch) in s.disk:
+            one = attrs.evolve(ev, units_pending=ev.units_pending.intersection({r.unit}))
+            s, effs = replicate(s, one, now)
+            effects.extend(effs)
+    return s, tuple(effects)
 
 
 def _on_store(s: NodeState, st: StorageState, body: Store, now: int) -> tuple[NodeState, Effects]:
@@ -372,6 +453,7 @@ def _releases(s: NodeState, gone: tuple[StoredEvent, ...]) -> tuple[NodeState, E
             epoch=ev.epoch,
             remaining=ev.remaining,
             targets=tuple(sorted(ev.targets)),
+            units=tuple(sorted(ev.units)),
         )
         s, p = write(s, ("release", s.name, ev.epoch), rel)
         effects.append(p)
@@ -384,8 +466,7 @@ def _on_handoff(s: NodeState, st: StorageState, h: Handoff, now: int) -> tuple[N
     if rec is None:
         done = s.disk.get(("client", s.name, h.client))
         if old is not None and done is not None and done.record.connection == h.connection:
-            fresh = not done.old_broker
-            return route(s, h.broker, _ack(st, h.client, old, fresh=fresh), frozenset(), now)
+            return _answer(s, st, h.client, old, done.old_broker, now)
         return s, ()
     s = attrs.evolve(s, store=st2)
     reg = Registration(
@@ -401,16 +482,88 @@ def _on_handoff(s: NodeState, st: StorageState, h: Handoff, now: int) -> tuple[N
     return s, (*effs, p)
 
 
-def _ack(st: StorageState, client: str, rec: ClientRecord, *, fresh: bool) -> HandoffAck:
-    return HandoffAck(
+def _answer(
+    s: NodeState, st: StorageState, client: str, rec: ClientRecord, old_broker: str, now: int
+) -> tuple[NodeState, Effects]:
+    """Answer ``client``'s handoff (its record ``rec``; it left ``old_broker``): the
+    ``HandoffAck`` with its cut and recovery queue. With the finer tier, the queue's events
+    that the storage of the cluster it left holds durably (that unit confirmed them) come from
+    that cluster storage instead (a ``Recover``) [GES "Recovering clients": a client recovers
+    from its storage]; the rest, and any that goes astray, from this storage, which
+    retransmits every event a client has not confirmed."""
+    queue = recovery_queue(st, client, rec.confirmed, rec.cut)
+    unit = st.fine_of.get(old_broker, "")
+    held = tuple(
+        q
+        for q in queue
+        if unit in st.events[q.epoch].units and unit not in st.events[q.epoch].units_pending
+    )
+    effects: list[Effect] = []
+    if held:
+        items = tuple((q.epoch, q.prev) for q in held)
+        ask = Recover(storage=unit, source=st.name, client=client, broker=rec.broker, items=items)
+        s, effs = route(s, unit, ask, frozenset(), now)
+        effects.extend(effs)
+        queue = tuple(q for q in queue if q not in held)
+    ack = HandoffAck(
         storage=st.name,
         client=client,
         connection=rec.connection,
         effective=rec.confirmed,
         cut=rec.cut,
-        fresh=fresh,
-        queue=recovery_queue(st, client, rec.confirmed, rec.cut),
+        fresh=not old_broker,
+        queue=queue,
     )
+    s, effs = route(s, rec.broker, ack, frozenset(), now)
+    return s, (*effects, *effs)
+
+
+def _on_recover(s: NodeState, r: Recover, now: int) -> tuple[NodeState, Effects]:
+    """A cluster storage sends a reconnecting client the events it holds of its queue, as
+    the system storage's events (its epochs and chain)."""
+    queue: list[Queued] = []
+    for epoch, prev in r.items:
+        rep: Replicate | None = s.disk.get(("replica", s.name, r.source, epoch))
+        if rep is not None:  # always, once confirmed; else the system storage resends it
+            q = Queued(epoch=epoch, prev=prev, pubend=rep.pubend, attributes=rep.attributes)
+            queue.append(q)
+    if not queue:
+        return s, ()
+    out = Recovered(
+        storage=r.source, unit=s.name, client=r.client, broker=r.broker, queue=tuple(queue)
+    )
+    return route(s, r.broker, out, frozenset(), now)
+
+
+def resend_queues(s: NodeState, now: int) -> tuple[NodeState, Effects]:
+    """With the finer tier, every tick: a system storage resends each client the part of its
+    recovery queue it has not confirmed yet, itself (the cluster storage asked for it may
+    have failed, and a queue's events may not pass the gatekeepers as live events: they are
+    judged by the client's profile now)."""
+    st = s.store
+    if st is None or not st.fine_of:
+        return s, ()
+    effects: list[Effect] = []
+    for client in sorted(st.waiting):
+        rec = st.clients[client]
+        queue = recovery_queue(st, client, rec.confirmed, rec.cut)
+        if queue:
+            out = Recovered(
+                storage=st.name, unit=st.name, client=client, broker=rec.broker, queue=queue
+            )
+            s, effs = route(s, rec.broker, out, frozenset(), now)
+            effects.extend(effs)
+    return s, tuple(effects)
+
+
+def _on_recovered(s: NodeState, r: Recovered, now: int) -> tuple[NodeState, Effects]:
+    """Recovered events from a cluster storage: offered to the client's session like a
+    recovery queue (buffered until the system storage's answer made the session ready)."""
+    effects: list[Effect] = []
+    for q in r.queue:
+        s, effs = _offer(s, r.client, r.storage, q.epoch, q.prev, q.pubend, q.attributes, now)
+        effects.extend(effs)
+    return s, tuple(effects)
 
 
 def event_msg(s: NodeState, ev: StoredEvent) -> EventMsg:
@@ -451,12 +604,16 @@ def on_written(s: NodeState, key: Any, now: int) -> tuple[NodeState, Effects]:
             return s, effs
         s = attrs.evolve(s, sent_at=s.sent_at.set(ev.epoch, now))
         s, more = forward_event(s, event_msg(s, ev), now)
-        return s, (*effs, *more)
+        s, copies = replicate(s, ev, now)
+        return s, (*effs, *more, *copies)
+    if kind == "replica":
+        r: Replicate = value
+        done = Replicated(storage=r.source, unit=s.name, epoch=r.epoch)
+        return route(s, r.source, done, frozenset(), now)
     if kind == "client" and s.store is not None:
         reg: Registration = value
         rec = s.store.clients.get(reg.client)
         if rec is None or rec.connection != reg.record.connection:
             return s, ()
-        ack = _ack(s.store, reg.client, rec, fresh=not reg.old_broker)
-        return route(s, rec.broker, ack, frozenset(), now)
+        return _answer(s, s.store, reg.client, rec, reg.old_broker, now)
     return s, ()

@@ -12,6 +12,8 @@ values of it. Every function is module-level, so a policy pickles by reference.
   it registered at when it has received nothing from that storage.
 * ``decrement(remaining)`` [GES "Stable storages"]: the predicate count left after one
   destination confirms receipt.
+* ``unit_count(units)`` [GES "Stable storages"]: what the cluster storages an event is
+  destined to add to its predicate count at the system storage — one each (the finer tier).
 * ``route`` [GES "Routing events"]: the next hop toward a destination
   (:func:`gapless.impl.ges.connectivity.next_hop`: cheapest path avoiding suspected links).
 * ``unregister(graph, profile, dest)`` [GES "Profiles and the profile graph"]: the profile
@@ -55,6 +57,11 @@ def decrement_once(remaining: int) -> int:
     return remaining - 1
 
 
+def one_per_unit(units: int) -> int:
+    """Every cluster storage the event is destined to must confirm it."""
+    return units
+
+
 def unregister_counted(graph: ProfileGraph, profile: str, dest: str) -> ProfileGraph:
     """Decrement the reference counts along the profile's edges."""
     return graph.remove(profile, dest)
@@ -85,6 +92,7 @@ class GESPolicy:
     name: str
     effective_epoch: Callable[[int | None, int, int], int] = presented_epoch
     decrement: Callable[[int], int] = decrement_once
+    unit_count: Callable[[int], int] = one_per_unit
     route: RouteRule = next_hop
     unregister: Callable[[ProfileGraph, str, str], ProfileGraph] = unregister_counted
     unregister_unit: Callable[[ProfileGraph, str, str], ProfileGraph] = unregister_counted

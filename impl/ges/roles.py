@@ -7,7 +7,8 @@ Theory of operation
 of tests). What each handler does is in :mod:`gapless.impl.ges.node`'s theory of operation;
 here are the inputs:
 
-* ``Restart`` — boot or restart: arm the retransmission tick;
+* ``Restart`` — boot or restart: arm the retransmission tick; a cluster storage (the finer
+  tier, :mod:`gapless.impl.ges.tier`) sends every system storage a ``Retrieve``;
 * ``Publish`` — a client publishes here: write the event to the outbox;
 * ``Persisted`` — a write completed (:func:`~gapless.impl.ges.node.on_written`);
 * ``Receive`` — a routed message (forwarded, or handled when addressed here) or an event;
@@ -18,7 +19,8 @@ here are the inputs:
   when it differs);
 * ``LinkChanged`` — a link is suspected (down) or trusted again (up), and the news flooded
   (:mod:`gapless.impl.ges.linkstate`); ``Receive(LinkNews)`` — news from elsewhere;
-* ``TimerFired`` — the tick: retransmit the outbox, a storage's pending events, and the
+* ``TimerFired`` — the tick: retransmit the outbox, a storage's pending events (and, with the
+  finer tier, its replicas and the unconfirmed part of recovery queues), and the
   handoffs no storage has answered yet; send each live neighbour the digest of the
   registrations heard.
 """
@@ -38,6 +40,7 @@ from gapless.impl.ges.messages import (
     LinkNews,
     ProfileDigest,
     ProfileNews,
+    Retrieve,
     Routed,
     Store,
 )
@@ -49,6 +52,8 @@ from gapless.impl.ges.node import (
     forward_event,
     handoffs,
     on_written,
+    replicate,
+    resend_queues,
     route,
     write,
 )
@@ -71,7 +76,14 @@ Step = tuple[NodeState, tuple[Effect, ...]]
 
 
 def on_restart(s: NodeState, inp: Restart, now: int) -> Step:
-    return s, (SetTimer(key=TICK, at=now + s.config.retry_us),)
+    """Arm the tick; a cluster storage asks every system storage for what it lacks
+    (:mod:`gapless.impl.ges.tier`)."""
+    effects: list[Effect] = [SetTimer(key=TICK, at=now + s.config.retry_us)]
+    if s.name in s.net.fine_storages:
+        for storage in s.net.storages:
+            s, effs = route(s, storage, Retrieve(storage=storage, unit=s.name), frozenset(), now)
+            effects.extend(effs)
+    return s, tuple(effects)
 
 
 def on_publish(s: NodeState, inp: Publish, now: int) -> Step:
@@ -209,6 +221,8 @@ def _retransmit(s: NodeState, now: int) -> Step:
         sent_at = sent_at.set(epoch, now)
         s, effs = forward_event(s, event_msg(s, ev), now)
         effects.extend(effs)
+        s, effs = replicate(s, ev, now)
+        effects.extend(effs)
     return attrs.evolve(s, sent_at=sent_at), tuple(effects)
 
 
@@ -220,6 +234,8 @@ def on_timer(s: NodeState, inp: TimerFired, now: int) -> Step:
         s, effs = route(s, body.storage, body, frozenset(), now)
         effects.extend(effs)
     s, effs = _retransmit(s, now)
+    effects.extend(effs)
+    s, effs = resend_queues(s, now)
     effects.extend(effs)
     for client in sorted(s.sessions):
         s, effs = handoffs(s, s.sessions[client], now)

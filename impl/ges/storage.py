@@ -18,7 +18,9 @@ For each event the storage keeps the clients it is destined to (``targets``) and
 The predicate count ``remaining`` starts at the number of targets and is decremented as each
 target confirms receipt; at zero the event is *released* (a durable write), never before
 [GES: "the predicate count that can be decremented for the sub-unit that this storage is
-servicing"].
+servicing"]. With the finer tier (:mod:`gapless.impl.ges.tier`) the count also holds one per
+cluster storage the event is destined to (``units``), decremented once per unit that
+confirms it holds the event (:func:`confirm_unit`).
 
 A client that reconnects anywhere presents, for this storage, the epoch of the last event it
 received from it (or nothing) and its profile [GES "Recovering clients", items (a)–(c)]; the
@@ -55,6 +57,7 @@ __all__ = [
     "StorageState",
     "StoredEvent",
     "confirm",
+    "confirm_unit",
     "handoff",
     "recover",
     "recovery_queue",
@@ -77,6 +80,11 @@ class StoredEvent:
     dests: tuple[str, ...]
     pending: PSet[str]
     remaining: int
+    units: PSet[str] = attrs.field(factory=pset)
+    """The cluster storages it was destined to (the finer tier; empty at super-cluster
+    granularity)."""
+    units_pending: PSet[str] = attrs.field(factory=pset)
+    """Those that have not confirmed receipt yet."""
 
 
 @final
@@ -121,6 +129,9 @@ class StorageState:
     waiting: PMap[str, PSet[int]] = attrs.field(factory=pmap)
     """Per client, the stored epochs it has not confirmed: a recovery reads only these, so
     its cost grows with the events the client missed, not with all events stored."""
+    fine_of: PMap[str, str] = attrs.field(factory=pmap)
+    """Per node, the storage of its cluster (the finer tier; empty at super-cluster
+    granularity): an event is also destined to the cluster storages of its destinations."""
 
 
 def _wait(waiting: PMap[str, PSet[int]], client: str, epoch: int, on: bool) -> PMap[str, PSet[int]]:
@@ -155,6 +166,7 @@ def store(
             targets[name] = rec.last
             clients = clients.set(name, attrs.evolve(rec, last=epoch))
             waiting = _wait(waiting, name, epoch, True)
+    units = pset(st.fine_of[d] for d in dests if d in st.fine_of) if targets else pset()
     ev = StoredEvent(
         epoch=epoch,
         pubend=pubend,
@@ -163,7 +175,9 @@ def store(
         targets=pmap(targets),
         dests=dests,
         pending=pset(targets),
-        remaining=len(targets),
+        remaining=len(targets) + policy.unit_count(len(units)),
+        units=units,
+        units_pending=units,
     )
     events = st.events.set(epoch, ev) if targets else st.events
     new = attrs.evolve(
@@ -188,7 +202,29 @@ def confirm(
     ev = attrs.evolve(
         ev, pending=ev.pending.remove(client), remaining=policy.decrement(ev.remaining)
     )
-    waiting = _wait(st.waiting, client, epoch, False)
+    return _settle(st, ev, _wait(st.waiting, client, epoch, False))
+
+
+def confirm_unit(
+    st: StorageState, epoch: int, unit: str, policy: GESPolicy
+) -> tuple[StorageState, StoredEvent | None]:
+    """Cluster storage ``unit`` confirmed receipt of ``epoch`` [GES "Stable storages": the
+    predicate count "decremented for the sub-unit that this storage is servicing"]: as
+    :func:`confirm`, once per unit (a repeated confirmation changes nothing)."""
+    ev = st.events.get(epoch)
+    if ev is None or unit not in ev.units_pending:
+        return st, None
+    counted = policy.unit_count(1) > 0  # a unit the count never held takes nothing from it
+    remaining = policy.decrement(ev.remaining) if counted else ev.remaining
+    ev = attrs.evolve(ev, units_pending=ev.units_pending.remove(unit), remaining=remaining)
+    return _settle(st, ev, st.waiting)
+
+
+def _settle(
+    st: StorageState, ev: StoredEvent, waiting: PMap[str, PSet[int]]
+) -> tuple[StorageState, StoredEvent | None]:
+    """Keep ``ev`` with its new count, or release it when the count reached zero."""
+    epoch = ev.epoch
     if ev.remaining <= 0:
         for other in ev.pending:  # released early only by a planted bug
             waiting = _wait(waiting, other, epoch, False)
@@ -262,11 +298,13 @@ def recover(
     logs: Mapping[int, StoredEvent],
     released: set[int],
     records: Mapping[str, ClientRecord],
+    fine_of: PMap[str, str] | None = None,
 ) -> StorageState:
     """The storage rebuilt from its completed durable writes: every logged event (its
     epoch and the next sequence number of its publisher), the events not released with
-    their targets pending again, except those a handoff confirmed; the client records and
-    the profile graph they make."""
+    their targets pending again, except those a handoff confirmed, and every cluster storage
+    it was destined to pending again (unit confirmations are not written: they are asked
+    again); the client records and the profile graph they make."""
     epoch = max(logs, default=0)
     for rec in records.values():
         epoch = max(epoch, rec.start)
@@ -280,8 +318,9 @@ def recover(
         if e in released or not ev.targets:
             continue
         pending = pset(c for c in ev.targets if records.get(c) is None or records[c].confirmed < e)
-        if pending:
-            events[e] = attrs.evolve(ev, pending=pending, remaining=len(pending))
+        if pending or ev.units:
+            count = len(pending) + len(ev.units)
+            events[e] = attrs.evolve(ev, pending=pending, remaining=count, units_pending=ev.units)
     waiting: dict[str, set[int]] = {}
     for e, ev in events.items():
         for c in ev.pending:
@@ -299,4 +338,5 @@ def recover(
         clients=pmap(clients),
         graph=graph,
         waiting=pmap({c: pset(es) for c, es in waiting.items()}),
+        fine_of=fine_of if fine_of is not None else pmap(),
     )

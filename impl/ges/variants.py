@@ -38,6 +38,11 @@ def decrement_twice(remaining: int) -> int:
     return remaining - 2
 
 
+def units_uncounted(units: int) -> int:
+    """Bug: the cluster storages an event is destined to add nothing to its predicate count."""
+    return 0
+
+
 def route_through_suspected(
     h: Hierarchy,
     vertex: str,
@@ -113,6 +118,16 @@ VARIANTS: Final[dict[str, Variant]] = {
             "A confirmation decrements the event's predicate count twice [GES \"Stable "
             'storages"]: the storage releases an event before every destination confirmed.',
             decrement=decrement_twice,
+        ),
+        _bug(
+            "release-before-units",
+            ("release_after_confirm",),
+            ("crash",),
+            'With the finer tier (run config granularity = "cluster"), the system storage '
+            "counts only the clients an event is destined to, not the cluster storages [GES "
+            '"Stable storages": the predicate count is decremented as finer-grained storages '
+            "confirm receipt]: it releases an event before every cluster storage holds it.",
+            unit_count=units_uncounted,
         ),
         _bug(
             "route-through-suspected",

@@ -4,6 +4,7 @@ budget only when a storage node failed forever or the live nodes were cut apart.
 
 from __future__ import annotations
 
+import attrs
 import pytest
 from _runs import spec
 
@@ -28,6 +29,17 @@ def test_no_violation_under_generated_faults(seed: int) -> None:
     s = _spec()
     schedule = generate_schedule(s, seed)
     assert {e.kind for e in schedule.events} >= {"disconnect"}
+    out = simulate(s, schedule, seed)
+    assert out.verdict in ("pass", "out_of_budget"), out.explanation
+    assert out.counters.delivered > 0
+
+
+@pytest.mark.parametrize("seed", range(10, 13))
+def test_no_violation_with_the_finer_tier(seed: int) -> None:
+    """The same with one storage per cluster under the system storages (granularity
+    ``cluster``): cluster storages crash, fail forever or are cut off like any node."""
+    s = attrs.evolve(_spec(), config=(("granularity", "cluster"),))
+    schedule = generate_schedule(s, seed)
     out = simulate(s, schedule, seed)
     assert out.verdict in ("pass", "out_of_budget"), out.explanation
     assert out.counters.delivered > 0

@@ -12,6 +12,9 @@ from gapless.models.workload import WorkloadSpec
 ROAMS = tuple(
     fault("disconnect", 0.6 + 0.3 * i, 0.2, f"n{1 + i % 8}.u{i % 2}", 10 + i) for i in range(8)
 )
+FINE_CRASHES = (fault("crash", 1.0, 0.8, "n3", 1), fault("crash", 1.3, 0.5, "n8", 2))
+"""Two cluster storages crash (the finer tier: run config granularity = "cluster")."""
+CLUSTER = {"config": {"granularity": "cluster"}}
 SAME_PROFILE = WorkloadSpec(rate_per_pubend=10.0, filters="keys", keys=1, subscribers_per_shb=2)
 CASES = {
     "epoch-at-reconnect": ("release_after_confirm", MIXED, {}),
@@ -22,6 +25,7 @@ CASES = {
     "skip-chain": ("release_after_confirm", MIXED, {}),
     "recovery-from-new-profile": ("release_after_confirm", MIXED, {}),
     "gatekeeper-no-edge-refcount": ("roam_complete", ROAMS, {"workload": SAME_PROFILE}),
+    "release-before-units": ("release_after_confirm", FINE_CRASHES, CLUSTER),
 }
 
 
