@@ -45,7 +45,7 @@ from gapless.models.workload import PublishEvent, Workload
 
 _PMAP = type(pmap())
 
-__all__ = ["GDBinding", "check_context", "logged_tick", "make_binding", "to_gd_topology"]
+__all__ = ["GDBinding", "check_context", "logged_batch", "logged_tick", "make_binding", "to_gd_topology"]
 
 
 def to_gd_topology(graph: nx.Graph, workload: Workload) -> GDTopology:
@@ -73,6 +73,12 @@ def logged_tick(persist: Persist) -> tuple[str, int, Mapping[str, Any]] | None:
     """``(pubend, tick, attributes)`` of the message a pubend's ``Persist`` logs, else None
     (``gapless.impl.gd.logged``)."""
     return gd.logged(persist)
+
+
+def logged_batch(persist: Persist) -> tuple[tuple[str, int, Mapping[str, Any]], ...]:
+    """``(pubend, tick, attributes)`` of every message a pubend's ``Persist`` logs: one, or
+    a group-commit batch's (``gapless.impl.gd.logged_batch``)."""
+    return gd.logged_batch(persist)
 
 
 @final
@@ -157,6 +163,7 @@ def check_context(
         min_repetition_us=binding.min_repetition_us,
         matches=matches,
         logged=binding.logged,
+        logged_batch=logged_batch,
         payload_attributes=binding.payload_attributes,
         # a binding without the pubend's liveness rule (a toy) leaves it unjudged
         aet_us=getattr(binding, "aet_us", None),
