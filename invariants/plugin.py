@@ -101,9 +101,7 @@ class CheckContext:
     ack_expected_period_us: int | None = None
     #: every message one ``Persist`` logs, for a protocol whose writes may hold several
     #: (GD's group commit [GD §4.1]); None: each write logs at most one, as ``logged`` says
-    logged_batch: Callable[[Persist], tuple[tuple[str, int, Mapping[str, Any]], ...]] | None = (
-        None
-    )
+    logged_batch: Callable[[Persist], tuple[tuple[str, int, Mapping[str, Any]], ...]] | None = None
 
     def logged_all(self, persist: Persist) -> tuple[tuple[str, int, Mapping[str, Any]], ...]:
         """``(pubend, tick, attributes)`` of every message ``persist`` logs, in order."""

@@ -45,7 +45,14 @@ from gapless.models.workload import PublishEvent, Workload
 
 _PMAP = type(pmap())
 
-__all__ = ["GDBinding", "check_context", "logged_batch", "logged_tick", "make_binding", "to_gd_topology"]
+__all__ = [
+    "GDBinding",
+    "check_context",
+    "logged_batch",
+    "logged_tick",
+    "make_binding",
+    "to_gd_topology",
+]
 
 
 def to_gd_topology(graph: nx.Graph, workload: Workload) -> GDTopology:

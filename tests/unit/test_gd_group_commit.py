@@ -56,7 +56,8 @@ def test_messages_wait_for_the_write_in_flight_and_go_out_in_one_batch() -> None
     st = boot()
     st, eff = handle(st, Publish(pubend="P0", attributes={"x": 1}), 1_000)
     (first,) = persists(eff)
-    assert isinstance(first.value, LogBatch) and len(first.value.records) == 1
+    assert isinstance(first.value, LogBatch)
+    assert len(first.value.records) == 1
     t0 = first.value.records[0].data.tick
     assert first.key == ("gd-log", "P0", t0, t0)
     # two more while the first write is in flight: no write of their own
@@ -72,7 +73,9 @@ def test_messages_wait_for_the_write_in_flight_and_go_out_in_one_batch() -> None
     (second,) = persists(eff)
     assert isinstance(second.value, LogBatch)
     ticks = [r.data.tick for r in second.value.records]
-    assert len(ticks) == 2 and ticks == sorted(ticks) and ticks[0] > t0
+    assert len(ticks) == 2
+    assert ticks == sorted(ticks)
+    assert ticks[0] > t0
     assert second.key == ("gd-log", "P0", ticks[0], ticks[1])
     assert [t for _p, t, _a in logged_batch(second)] == ticks
     assert logged(second) is None  # a batch is not one message
@@ -82,10 +85,12 @@ def test_messages_wait_for_the_write_in_flight_and_go_out_in_one_batch() -> None
     assert published(eff) == ticks
     assert persists(eff) == []
     assert [t for t, _d in st.log["P0"].entries] == [t0, *ticks]
-    assert not st.pending and not st.writing
+    assert not st.pending
+    assert not st.writing
     # a repeated completion changes nothing: the same object, no effects
     again, eff = handle(st, Persisted(key=second.key), 202_000)
-    assert again is st and eff == ()
+    assert again is st
+    assert eff == ()
 
 
 def test_a_batch_completing_after_a_crash_is_ignored() -> None:
@@ -93,26 +98,28 @@ def test_a_batch_completing_after_a_crash_is_ignored() -> None:
     st, eff = handle(st, Publish(pubend="P0", attributes={"x": 1}), 1_000)
     (write,) = persists(eff)
     st, _ = handle(crash(st), Restart(), 50_000)
-    assert not st.writing and not st.pending
+    assert not st.writing
+    assert not st.pending
     st2, eff = handle(st, Persisted(key=write.key), 101_000)
-    assert st2 is st and eff == ()
+    assert st2 is st
+    assert eff == ()
 
 
 def test_a_per_message_write_is_not_taken_for_a_batch() -> None:
     st = boot(GDConfig())
     st, eff = handle(st, Publish(pubend="P0", attributes={"x": 1}), 1_000)
     (write,) = persists(eff)
-    assert isinstance(write.value, LogRecord) and len(write.key) == 3
+    assert isinstance(write.value, LogRecord)
+    assert len(write.key) == 3
     t = write.value.data.tick
     assert logged_batch(write) == (logged(write),)
     # a batch key at a pubend without group commit is not a write it issued
     st2, eff = handle(st, Persisted(key=("gd-log", "P0", t, t)), 101_000)
-    assert st2 is st and eff == ()
+    assert st2 is st
+    assert eff == ()
 
 
-def _run(
-    group_commit: bool, seed: int, entry: Any = None
-) -> tuple[Any, dict[Any, list[int]], int]:
+def _run(group_commit: bool, seed: int, entry: Any = None) -> tuple[Any, dict[Any, list[int]], int]:
     spec = RunSpec(
         topology="fig3",
         workload=WorkloadSpec(rate_per_pubend=25.0, size=100, subscribers_per_shb=2),
