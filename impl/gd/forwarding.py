@@ -42,6 +42,7 @@ from gapless.impl.knowledge import Kind
 from gapless.impl.ledger import CellLedger
 
 __all__ = [
+    "arm_ack",
     "Outgoing",
     "ack_upstream",
     "answer_nack",
@@ -318,9 +319,21 @@ def ack_upstream(st: IBState, s: Stream, p: str, step: Step, send: bool = True) 
             s = evolve(s, acked_sent=prefix)
         elif not s.ack_armed:
             # consolidated acks go up at most once per ack_delay_us
-            step.out.append(SetTimer(key=timer_key(st.epoch, "ack", p), at=step.now + delay))
-            s = evolve(s, ack_armed=True)
+            s = arm_ack(st, s, step)
     return s
+
+
+def arm_ack(st: Any, s: Stream, step: Step) -> Stream:
+    """Stream ``s`` (not waiting yet) waits for the node's ack timer, which is armed
+    ``ack_delay_us`` from now unless another stream of the node already waits for it: one ack
+    timer per node, not per pubend (issue 17). When it fires, every waiting stream acks
+    (:func:`gapless.impl.gd.broker.on_ack_timer`, :func:`gapless.impl.gd.subend.on_ack_timer`);
+    each pubend's timed acks still go up at most once per ``ack_delay_us``, since the timer is
+    armed again only after it fired [GD §3.1]."""
+    if not any(o.ack_armed for o in st.streams):
+        at = step.now + st.ctx.config.ack_delay_us
+        step.out.append(SetTimer(key=timer_key(st.epoch, "ack"), at=at))
+    return evolve(s, ack_armed=True)
 
 
 def downstream_cell(ctx: NodeCtx, sender: str, p: str, what: str, step: Step) -> str | None:
