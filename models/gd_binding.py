@@ -121,6 +121,9 @@ class GDBinding:
     def logged(self, persist: Persist) -> tuple[str, int, Mapping[str, Any]] | None:
         return logged_tick(persist)
 
+    def logged_batch(self, persist: Persist) -> tuple[tuple[str, int, Mapping[str, Any]], ...]:
+        return logged_batch(persist)
+
     def payload_attributes(self, payload: Any) -> Mapping[str, Any] | None:
         attrs_ = getattr(payload, "attributes", None)
         if type(attrs_) is _PMAP or isinstance(attrs_, Mapping):
@@ -170,7 +173,8 @@ def check_context(
         min_repetition_us=binding.min_repetition_us,
         matches=matches,
         logged=binding.logged,
-        logged_batch=logged_batch,
+        # a binding whose writes may hold several messages (GD's group commit) decodes them
+        logged_batch=getattr(binding, "logged_batch", None),
         payload_attributes=binding.payload_attributes,
         # a binding without the pubend's liveness rule (a toy) leaves it unjudged
         aet_us=getattr(binding, "aet_us", None),
