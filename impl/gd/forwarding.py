@@ -35,17 +35,17 @@ from gapless.impl.effects import Send, SetTimer
 from gapless.impl.gd.istream import G, ostream, raise_fin, stream, with_ostream
 from gapless.impl.gd.messages import Ack, Data, Knowledge, Nack
 from gapless.impl.gd.routing import route, send_up
-from gapless.impl.gd.state import IBState, NodeCtx, PHBState, Stream, evolve
+from gapless.impl.gd.state import IBState, NodeCtx, PHBState, SHBState, Stream, evolve
 from gapless.impl.gd.step import FILTERED, NO_END, Step, timer_key
 from gapless.impl.knowledge import D as KD
 from gapless.impl.knowledge import Kind
 from gapless.impl.ledger import CellLedger
 
 __all__ = [
-    "arm_ack",
     "Outgoing",
     "ack_upstream",
     "answer_nack",
+    "arm_ack",
     "downstream_cell",
     "emit",
     "forward",
@@ -323,7 +323,7 @@ def ack_upstream(st: IBState, s: Stream, p: str, step: Step, send: bool = True) 
     return s
 
 
-def arm_ack(st: Any, s: Stream, step: Step) -> Stream:
+def arm_ack(st: IBState | SHBState, s: Stream, step: Step) -> Stream:
     """Stream ``s`` (not waiting yet) waits for the node's ack timer, which is armed
     ``ack_delay_us`` from now unless another stream of the node already waits for it: one ack
     timer per node, not per pubend (issue 17). When it fires, every waiting stream acks
