@@ -224,7 +224,8 @@ def baseline_figures(old: dict[str, Any], new: dict[str, Any]) -> dict[str, Any]
 
 
 def run() -> dict[str, Any]:
-    """Run the benchmark (about four minutes on the 11-23 machine) and return its figures."""
+    """Run the benchmark (about four minutes on the 11-23 machine, plus the group-commit runs)
+    and return its figures."""
     result: dict[str, Any] = {}
     extra: dict[int, float] = {}
     extra_gc: dict[int, float] = {}
