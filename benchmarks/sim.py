@@ -5,7 +5,9 @@
    (so each receives 2 msgs/s; the SHB matches them through an index, not a scan), with 100,
    1,000 and 10,000 subscribers; GD and best-effort (``GDConfig.best_effort``) side by side,
    online invariants off. Keys ``gd_extra_us_per_msg_N`` (GD minus best-effort CPU µs per
-   published message), ``gd_overhead_ratio_N`` (GD over best-effort CPU time) and
+   published message), ``gd_overhead_ratio_N`` (GD over best-effort CPU time), the same
+   with group commit at the pubend (``gd_group_commit_*``: ``GDConfig.group_commit``, one
+   log write per batch, issue 17) and
    ``matching_share`` (fraction of a separate, instrumented 10,000-subscriber GD run's CPU
    time spent matching: the SHB's ``FilterIndex.match`` and the PHB edge filter's
    ``FilterIndex.any_match``). The paper's claim: GD's extra cost stays constant as
@@ -45,6 +47,9 @@ SPEEDUP_KEYS = {
     "sim_speedup_fig3_unchecked": "higher",
     "events_per_s": "higher",
     "gd_extra_us_per_msg_10000": "lower",
+    "gd_extra_us_per_msg_100": "lower",
+    "gd_cpu_s_10000": "lower",
+    "be_cpu_s_10000": "lower",
 }
 """Figures ``gapless bench sim --baseline PATH`` compares (and which way is better)."""
 
@@ -65,7 +70,11 @@ def _freeze() -> None:
 
 
 def _two_broker_cpu(
-    subscribers: int, best_effort: bool, *, time_matching: bool = False
+    subscribers: int,
+    best_effort: bool,
+    *,
+    time_matching: bool = False,
+    group_commit: bool = False,
 ) -> dict[str, float]:
     from gapless.models.faults import FaultSchedule
     from gapless.models.gd_binding import make_binding
@@ -87,7 +96,11 @@ def _two_broker_cpu(
         duration_us=10 * _S,
         drain_us=1 * _S,
         online=False,
-        config=(("best_effort", best_effort), ("coverage", False)),
+        config=(
+            ("best_effort", best_effort),
+            ("coverage", False),
+            *((("group_commit", True),) if group_commit else ()),
+        ),
     )
     g = topology(spec.topology)
     wl = generate_workload(spec.workload, g, duration_us=spec.duration_us, seed=1)
@@ -211,22 +224,31 @@ def baseline_figures(old: dict[str, Any], new: dict[str, Any]) -> dict[str, Any]
 
 
 def run() -> dict[str, Any]:
-    """Run the benchmark (about four minutes on the 11-23 machine) and return its figures."""
+    """Run the benchmark (about four minutes on the 11-23 machine, plus the group-commit runs)
+    and return its figures."""
     result: dict[str, Any] = {}
     extra: dict[int, float] = {}
+    extra_gc: dict[int, float] = {}
     for n in (100, 1000, 10000):
-        be_runs, gd_runs = [], []
+        be_runs, gd_runs, gc_runs = [], [], []
         for _ in range(REPEATS):
             be_runs.append(_two_broker_cpu(n, True))
             gd_runs.append(_two_broker_cpu(n, False))
+            gc_runs.append(_two_broker_cpu(n, False, group_commit=True))
         be = min(be_runs, key=lambda r: r["cpu_s"])
         gd = min(gd_runs, key=lambda r: r["cpu_s"])
+        gc_ = min(gc_runs, key=lambda r: r["cpu_s"])
         per = gd["published"]
         extra[n] = (gd["cpu_s"] - be["cpu_s"]) / per * 1e6
+        extra_gc[n] = (gc_["cpu_s"] - be["cpu_s"]) / per * 1e6
         result[f"gd_extra_us_per_msg_{n}"] = round(extra[n], 3)
         result[f"gd_overhead_ratio_{n}"] = round(gd["cpu_s"] / be["cpu_s"], 4)
         result[f"gd_cpu_s_{n}"] = round(gd["cpu_s"], 4)
         result[f"be_cpu_s_{n}"] = round(be["cpu_s"], 4)
+        # the same with group commit at the pubend (``GDConfig.group_commit``, issue 17)
+        result[f"gd_group_commit_extra_us_per_msg_{n}"] = round(extra_gc[n], 3)
+        result[f"gd_group_commit_overhead_ratio_{n}"] = round(gc_["cpu_s"] / be["cpu_s"], 4)
+        result[f"gd_group_commit_cpu_s_{n}"] = round(gc_["cpu_s"], 4)
         if n == 10000:
             # a separate instrumented run, so the timers' own cost stays out of the figures
             # above; the share is matching time over that run's CPU time
@@ -249,11 +271,21 @@ def run() -> dict[str, Any]:
     # "extra cost at 10,000 subscribers within 15% of that at 100": |extra_10000/extra_100 - 1|
     change = abs(extra[10000] / extra[100] - 1.0) if extra[100] > 0 else float("inf")
     result["gd_extra_change_10000_vs_100"] = round(change, 4)
+    change_gc = abs(extra_gc[10000] / extra_gc[100] - 1.0) if extra_gc[100] > 0 else float("inf")
+    result["gd_group_commit_extra_change_10000_vs_100"] = round(change_gc, 4)
     result["targets"] = {
         "iterations_per_message_fig3": target(
             result["iterations_per_message_fig3"], 1500.0, at_least=False
         ),
         "gd_extra_change_10000_vs_100": target(round(change, 4), 0.15, at_least=False),
+        # issue 17: with group commit on, GD at most 1.5x best effort, its extra cost per
+        # message flat from 100 to 10,000 subscribers within 15%
+        "gd_group_commit_overhead_ratio_10000": target(
+            result["gd_group_commit_overhead_ratio_10000"], 1.5, at_least=False
+        ),
+        "gd_group_commit_extra_change_10000_vs_100": target(
+            round(change_gc, 4), 0.15, at_least=False
+        ),
         "gd_overhead_ratio_10000": target(result["gd_overhead_ratio_10000"], 1.5, at_least=False),
         "sim_speedup_fig3": target(result["sim_speedup_fig3"], 50.0, at_least=True),
     }

@@ -102,6 +102,16 @@ class CheckContext:
     #: the physical links ``(a, b)`` (a < b), for the link-bundle rule [GD §3.1] (empty: the
     #: protocol has no bundles, or a trace file written before they were recorded)
     links: tuple[tuple[str, str], ...] = ()
+    #: every message one ``Persist`` logs, for a protocol whose writes may hold several
+    #: (GD's group commit [GD §4.1]); None: each write logs at most one, as ``logged`` says
+    logged_batch: Callable[[Persist], tuple[tuple[str, int, Mapping[str, Any]], ...]] | None = None
+
+    def logged_all(self, persist: Persist) -> tuple[tuple[str, int, Mapping[str, Any]], ...]:
+        """``(pubend, tick, attributes)`` of every message ``persist`` logs, in order."""
+        if self.logged_batch is not None:
+            return self.logged_batch(persist)
+        got = self.logged(persist)
+        return () if got is None else (got,)
 
 
 @final
@@ -191,8 +201,9 @@ class Ledger:
         self.merged = set(ctx.merged)
         # publish side
         self.published: dict[tuple[str, int], TraceRecord] = {}
+        #: (node, key) of each ``persist`` record -> the messages it asked to log
         self.persist_key: dict[
-            tuple[str, Any], tuple[str, int, Mapping[str, Any], TraceRecord]
+            tuple[str, Any], tuple[tuple[str, int, Mapping[str, Any], TraceRecord], ...]
         ] = {}
         #: per pubend, every tick it asked stable storage to log, with the latest attributes
         self.requested: dict[str, dict[int, Mapping[str, Any]]] = {}
@@ -256,16 +267,14 @@ class Ledger:
         self.published[(d.pubend, d.index)] = r
 
     def _on_persist(self, r: TraceRecord) -> None:
-        got = self.ctx.logged(r.detail)
-        if got is not None:
-            pubend, tick, attrs_ = got
-            self.persist_key[(r.node, r.detail.key)] = (pubend, tick, attrs_, r)
-            self.requested.setdefault(pubend, {})[tick] = attrs_
+        got = self.ctx.logged_all(r.detail)
+        if got:
+            self.persist_key[(r.node, r.detail.key)] = tuple((p, t, a, r) for p, t, a in got)
+            for pubend, tick, attrs_ in got:
+                self.requested.setdefault(pubend, {})[tick] = attrs_
 
     def _on_persisted(self, r: TraceRecord) -> None:
-        entry = self.persist_key.get((r.node, r.detail.key))
-        if entry is not None:
-            pubend, tick, attrs_, _pr = entry
+        for pubend, tick, attrs_, _pr in self.persist_key.get((r.node, r.detail.key), ()):
             table = self.logged.setdefault(pubend, {})
             if tick not in table:
                 table[tick] = (attrs_, r.time, r)
@@ -351,9 +360,10 @@ class Ledger:
 
     def persist_record(self, pubend: str, tick: int) -> TraceRecord | None:
         """The ``persist`` record that asked to log ``(pubend, tick)``, if any."""
-        for p, t, _a, rec in self.persist_key.values():
-            if p == pubend and t == tick:
-                return rec
+        for entries in self.persist_key.values():
+            for p, t, _a, rec in entries:
+                if p == pubend and t == tick:
+                    return rec
         return None
 
     def shbs_below(self, cell: str) -> tuple[str, ...]:

@@ -54,6 +54,7 @@ _PMAP = type(pmap())
 __all__ = [
     "GDBinding",
     "check_context",
+    "logged_batch",
     "logged_tick",
     "make_binding",
     "rule_label",
@@ -101,6 +102,10 @@ def rule_label(state: Any, inp: Any) -> str:
     else:
         what = t.__name__
     return f"R:{getattr(type(state), 'ROLE', type(state).__name__)} {what}"
+def logged_batch(persist: Persist) -> tuple[tuple[str, int, Mapping[str, Any]], ...]:
+    """``(pubend, tick, attributes)`` of every message a pubend's ``Persist`` logs: one, or
+    a group-commit batch's (``gapless.impl.gd.logged_batch``)."""
+    return gd.logged_batch(persist)
 
 
 @final
@@ -139,6 +144,9 @@ class GDBinding:
 
     def logged(self, persist: Persist) -> tuple[str, int, Mapping[str, Any]] | None:
         return logged_tick(persist)
+
+    def logged_batch(self, persist: Persist) -> tuple[tuple[str, int, Mapping[str, Any]], ...]:
+        return logged_batch(persist)
 
     def payload_attributes(self, payload: Any) -> Mapping[str, Any] | None:
         attrs_ = getattr(payload, "attributes", None)
@@ -213,6 +221,8 @@ def check_context(
         min_repetition_us=binding.min_repetition_us,
         matches=matches,
         logged=binding.logged,
+        # a binding whose writes may hold several messages (GD's group commit) decodes them
+        logged_batch=getattr(binding, "logged_batch", None),
         payload_attributes=binding.payload_attributes,
         # a binding without the pubend's liveness rule (a toy) leaves it unjudged
         aet_us=getattr(binding, "aet_us", None),

@@ -30,7 +30,7 @@ from typing import Any, Final
 from gapless.impl.effects import deliveries
 from gapless.impl.trace import TraceRecord, percentile
 from gapless.models.faults import FaultEvent
-from gapless.models.gd_binding import logged_tick
+from gapless.models.gd_binding import logged_batch
 from gapless.models.registry import Scenario
 from gapless.models.runspec import RunOutcome, RunSpec
 from gapless.models.workload import WorkloadSpec
@@ -111,7 +111,7 @@ def metrics(scenario: Scenario, outcome: RunOutcome, brokers: tuple[str, ...]) -
     trace = outcome.trace or ()
     spec = scenario.spec
     published_at: dict[tuple[str, int], int] = {}
-    persist_keys: dict[tuple[str, Any], tuple[str, int]] = {}
+    persist_keys: dict[tuple[str, Any], tuple[tuple[str, int], ...]] = {}
     logged: dict[str, dict[int, int]] = {}
     conn_start: dict[tuple[str, int], int] = {}
     delivered: dict[tuple[str, int, str], list[int]] = {}
@@ -126,12 +126,11 @@ def metrics(scenario: Scenario, outcome: RunOutcome, brokers: tuple[str, ...]) -
         if k == "publish":
             published_at[(r.detail.pubend, r.detail.index)] = r.time
         elif k == "persist":
-            lt = logged_tick(r.detail)
-            if lt is not None:
-                persist_keys[(r.node, r.detail.key)] = (lt[0], lt[1])
+            lts = logged_batch(r.detail)
+            if lts:
+                persist_keys[(r.node, r.detail.key)] = tuple((lt[0], lt[1]) for lt in lts)
         elif k == "persisted":
-            pt = persist_keys.get((r.node, r.detail.key))
-            if pt is not None:
+            for pt in persist_keys.get((r.node, r.detail.key), ()):
                 logged.setdefault(pt[0], {})[pt[1]] = r.time
         elif k == "connect":
             conn_start[(r.detail.subscriber, r.detail.connection)] = r.time

@@ -105,6 +105,7 @@ from gapless.impl.gd.state import (
     BestEffortPHB,
     BestEffortSHB,
     IBState,
+    LogBatch,
     LogRecord,
     NodeState,
     PHBState,
@@ -131,6 +132,7 @@ __all__ = [
     "IBState",
     "Knowledge",
     "LinkStatus",
+    "LogBatch",
     "LogRecord",
     "Nack",
     "NodeState",
@@ -143,6 +145,7 @@ __all__ = [
     "handle",
     "initial_states",
     "logged",
+    "logged_batch",
     "on_connect",
     "on_disconnect",
     "on_link_changed",
@@ -158,12 +161,24 @@ __all__ = [
 
 
 def logged(persist: Persist) -> tuple[str, int, Mapping[str, Any]] | None:
-    """``(pubend, tick, attributes)`` when ``persist`` is a pubend logging a message, else None."""
+    """``(pubend, tick, attributes)`` when ``persist`` is a pubend logging one message, else
+    None (a group-commit batch: see :func:`logged_batch`)."""
     value = persist.value
     if isinstance(value, LogRecord):
         d = value.data
         return (d.pubend, d.tick, d.attributes)
     return None
+
+
+def logged_batch(persist: Persist) -> tuple[tuple[str, int, Mapping[str, Any]], ...]:
+    """``(pubend, tick, attributes)`` of every message ``persist`` logs, in tick order: one
+    for a per-message write, each of a group-commit ``LogBatch`` (``GDConfig.group_commit``),
+    none for anything else [GD §2.2, §4.1]."""
+    value = persist.value
+    if isinstance(value, LogBatch):
+        return tuple((r.data.pubend, r.data.tick, r.data.attributes) for r in value.records)
+    got = logged(persist)
+    return () if got is None else (got,)
 
 
 def payload_attributes(payload: Any) -> Mapping[str, Any]:

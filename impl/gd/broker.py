@@ -203,14 +203,19 @@ def on_forget_timer(state: IBState, args: tuple[Any, ...], step: Step) -> IBStat
 
 
 def on_ack_timer(state: IBState, args: tuple[Any, ...], step: Step) -> IBState:
-    """The ack delay expired: ack the istream's A prefix upstream if it grew (ack
-    consolidation [GD §3.1])."""
-    (p,) = args
-    s = evolve(stream(state, p), ack_armed=False)
-    if s.fin > s.acked_sent:
-        send_up(state, s, Ack(pubend=p, upto=s.fin), step)
-        s = evolve(s, acked_sent=s.fin)
-    return put(state, p, s)
+    """The node's ack delay expired: each istream waiting for it acks its A prefix upstream
+    if it grew, in the order of ``NodeCtx.pubends`` (ack consolidation [GD §3.1])."""
+    st = state
+    for p in state.ctx.pubends:
+        s = stream(state, p)
+        if not s.ack_armed:
+            continue
+        s = evolve(s, ack_armed=False)
+        if s.fin > s.acked_sent:
+            send_up(state, s, Ack(pubend=p, upto=s.fin), step)
+            s = evolve(s, acked_sent=s.fin)
+        st = put(st, p, s)
+    return st
 
 
 def on_restart(state: IBState, inp: Restart, step: Step) -> IBState:

@@ -35,7 +35,7 @@ from gapless.impl.effects import Send, SetTimer
 from gapless.impl.gd.istream import G, ostream, raise_fin, stream, with_ostream
 from gapless.impl.gd.messages import Ack, Data, Knowledge, Nack
 from gapless.impl.gd.routing import route, send_up
-from gapless.impl.gd.state import IBState, NodeCtx, PHBState, Stream, evolve
+from gapless.impl.gd.state import IBState, NodeCtx, PHBState, SHBState, Stream, evolve
 from gapless.impl.gd.step import FILTERED, NO_END, Step, timer_key
 from gapless.impl.knowledge import D as KD
 from gapless.impl.knowledge import Kind
@@ -45,6 +45,7 @@ __all__ = [
     "Outgoing",
     "ack_upstream",
     "answer_nack",
+    "arm_ack",
     "downstream_cell",
     "emit",
     "forward",
@@ -318,9 +319,21 @@ def ack_upstream(st: IBState, s: Stream, p: str, step: Step, send: bool = True) 
             s = evolve(s, acked_sent=prefix)
         elif not s.ack_armed:
             # consolidated acks go up at most once per ack_delay_us
-            step.out.append(SetTimer(key=timer_key(st.epoch, "ack", p), at=step.now + delay))
-            s = evolve(s, ack_armed=True)
+            s = arm_ack(st, s, step)
     return s
+
+
+def arm_ack(st: IBState | SHBState, s: Stream, step: Step) -> Stream:
+    """Stream ``s`` (not waiting yet) waits for the node's ack timer, which is armed
+    ``ack_delay_us`` from now unless another stream of the node already waits for it: one ack
+    timer per node, not per pubend (issue 17). When it fires, every waiting stream acks
+    (:func:`gapless.impl.gd.broker.on_ack_timer`, :func:`gapless.impl.gd.subend.on_ack_timer`);
+    each pubend's timed acks still go up at most once per ``ack_delay_us``, since the timer is
+    armed again only after it fired [GD §3.1]."""
+    if not any(o.ack_armed for o in st.streams):
+        at = step.now + st.ctx.config.ack_delay_us
+        step.out.append(SetTimer(key=timer_key(st.epoch, "ack"), at=at))
+    return evolve(s, ack_armed=True)
 
 
 def downstream_cell(ctx: NodeCtx, sender: str, p: str, what: str, step: Step) -> str | None:

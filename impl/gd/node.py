@@ -152,10 +152,10 @@ ON_TIMER: Final[Mapping[tuple[type, str], TimerHandler]] = MappingProxyType(
     }
 )
 
-#: timer kind -> how many arguments follow it in the key (the periodic timers have none,
-#: the per-pubend timers name the pubend).
+#: timer kind -> how many arguments follow it in the key (the periodic timers and the node's
+#: one ack timer have none, the per-pubend timers name the pubend).
 TIMER_ARGS: Final[Mapping[str, int]] = MappingProxyType(
-    {"status": 0, "silence": 0, "aet": 0, "forget": 1, "ack": 1, "gct": 1, "nrt": 1}
+    {"status": 0, "silence": 0, "aet": 0, "forget": 1, "ack": 0, "gct": 1, "nrt": 1}
 )
 
 #: Inputs only a local caller gives (a client publishing, a subscriber connecting): one a

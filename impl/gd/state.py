@@ -50,6 +50,7 @@ __all__ = [
     "GDNode",
     "GroupState",
     "IBState",
+    "LogBatch",
     "LogRecord",
     "NodeCtx",
     "NodeState",
@@ -69,6 +70,15 @@ class LogRecord:
 
     data: Data
     reserved: int
+
+
+@final
+@attrs.frozen(kw_only=True, slots=False)
+class LogBatch:
+    """One group-commit write of a pubend (``GDConfig.group_commit``): the records of the
+    messages written together, ascending by tick [GD §2.2, §4.1]."""
+
+    records: tuple[LogRecord, ...]
 
 
 @final
@@ -248,6 +258,8 @@ class PHBState(_StreamNode):
     #: pubend -> messages being logged, ``(tick, Data)`` ascending
     pending: FMap[str, tuple[tuple[int, Data], ...]] = attrs.field(factory=FMap)
     assigned: FMap[str, int] = attrs.field(factory=FMap)
+    #: group commit only: pubend -> the highest tick of its write in flight (soft state)
+    writing: FMap[str, int] = attrs.field(factory=FMap)
 
 
 @final

@@ -35,6 +35,7 @@ __all__ = [
     "Step",
     "finish",
     "timer_key",
+    "unchanged",
 ]
 
 #: A tick above every tick a run reaches (2^62 µs is 146,000 years of virtual time).
@@ -84,9 +85,30 @@ def finish(old: _S, new: _S, step: Step, coverage: bool) -> tuple[_S, tuple[Any,
     labels = step.labels
     if labels and coverage:
         out.append(Observe(labels=tuple(sorted(set(labels)))))
-    if not out and (new is old or new == old):
+    if not out and unchanged(old, new):
         return old, ()
     return new, tuple(out)
+
+
+def unchanged(old: Any, new: Any) -> bool:
+    """Whether ``new`` equals ``old`` as the states' generated ``__eq__`` says, field by field
+    with each field's identity tried first: a handler that changed nothing mostly hands back
+    the very objects it was given, and comparing those by value (a stream's runs, the set of
+    links down) is the cost of an idle step. ``ctx`` is left out, as the states' equality
+    leaves it out. Values without an instance ``__dict__`` are compared with ``==``."""
+    if new is old:
+        return True
+    if type(new) is not type(old):
+        return False
+    a = getattr(old, "__dict__", None)
+    b = getattr(new, "__dict__", None)
+    if a is None or b is None or a.keys() != b.keys():
+        return bool(new == old)
+    for name, v in a.items():
+        w = b[name]
+        if v is not w and name != "ctx" and v != w:
+            return False
+    return True
 
 
 def timer_key(epoch: int, *key: Any) -> tuple[Any, ...]:

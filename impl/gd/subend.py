@@ -34,7 +34,7 @@ from gapless.impl.effects import Deliver, DeliverCohort, SetTimer
 from gapless.impl.filters import FilterIndex, FilterSyntaxError, parse_filter
 from gapless.impl.fmap import FMap
 from gapless.impl.gd.config import GDConfig
-from gapless.impl.gd.forwarding import from_upstream
+from gapless.impl.gd.forwarding import arm_ack, from_upstream
 from gapless.impl.gd.istream import accumulate, fresh, highest, known, put, stream
 from gapless.impl.gd.messages import Ack, AckExpected, Data, Knowledge
 from gapless.impl.gd.policy import paper_doubt_horizon
@@ -91,12 +91,7 @@ def _ack(st: SHBState, p: str, s: Stream, step: Step, force: bool) -> Stream:
     if point < 0 or (point <= s.acked_sent and not force):
         return s
     if ctx.config.ack_delay_us and not force:
-        if not s.ack_armed:
-            step.out.append(
-                SetTimer(key=timer_key(st.epoch, "ack", p), at=step.now + ctx.config.ack_delay_us)
-            )
-            return evolve(s, ack_armed=True)
-        return s
+        return s if s.ack_armed else arm_ack(st, s, step)
     send_up(st, s, Ack(pubend=p, upto=point, retransmission=force), step)
     return evolve(s, acked_sent=max(point, s.acked_sent))
 
@@ -381,14 +376,20 @@ def on_status_timer(state: SHBState, args: tuple[Any, ...], step: Step) -> SHBSt
 
 
 def on_ack_timer(state: SHBState, args: tuple[Any, ...], step: Step) -> SHBState:
-    """The ack delay expired: ack the delivered prefix if it grew [GD §2.1.1, §3.1]."""
-    (p,) = args
-    s = evolve(stream(state, p), ack_armed=False)
-    point = _ack_point(state.ctx, state, p, s)
-    if point > s.acked_sent:
-        send_up(state, s, Ack(pubend=p, upto=point), step)
-        s = evolve(s, acked_sent=point)
-    return put(state, p, s)
+    """The node's ack delay expired: each pubend waiting for it acks its delivered prefix if
+    it grew, in the order of ``NodeCtx.pubends`` [GD §2.1.1, §3.1]."""
+    st = state
+    for p in state.ctx.pubends:
+        s = stream(state, p)
+        if not s.ack_armed:
+            continue
+        s = evolve(s, ack_armed=False)
+        point = _ack_point(state.ctx, state, p, s)
+        if point > s.acked_sent:
+            send_up(state, s, Ack(pubend=p, upto=point), step)
+            s = evolve(s, acked_sent=point)
+        st = put(st, p, s)
+    return st
 
 
 def on_gct_timer(state: SHBState, args: tuple[Any, ...], step: Step) -> SHBState:

@@ -177,16 +177,13 @@ class GDAckExpectedTiming(Plugin):
             self.restarted[d.target] = r.time
 
     def _on_persist(self, r: TraceRecord) -> None:
-        got = self.ctx.logged(r.detail)
-        if got is None:
-            return
-        p, tick, _attrs = got
-        if tick > self.requested_top.get(p, -1):
-            self.requested_top[p] = tick
-        for c in self.children.get(p, ()):
-            q = self.due.setdefault((p, c), deque())
-            if not q or q[-1] < tick:
-                q.append(tick)
+        for p, tick, _attrs in self.ctx.logged_all(r.detail):
+            if tick > self.requested_top.get(p, -1):
+                self.requested_top[p] = tick
+            for c in self.children.get(p, ()):
+                q = self.due.setdefault((p, c), deque())
+                if not q or q[-1] < tick:
+                    q.append(tick)
 
     def _on_ack(self, r: TraceRecord, w: Wire, src: str, to: str, sign: int) -> None:
         """An ack sent (``sign`` 1) or dropped (-1) from a downstream cell to a pubend's host."""

@@ -32,7 +32,7 @@ def test_coverage_is_counted_beside_the_trace_not_in_it() -> None:
     assert all(r.kind != "coverage" for r in on.trace)
     # switching the labels on or off changes nothing observable, so nothing in the digest
     assert on.trace_digest == off.trace_digest
-    assert on.digest_version == DIGEST_VERSION == 3
+    assert on.digest_version == DIGEST_VERSION == 4
 
 
 def test_an_older_counterexample_digest_is_not_compared(tmp_path: object) -> None:
