@@ -102,6 +102,8 @@ def rule_label(state: Any, inp: Any) -> str:
     else:
         what = t.__name__
     return f"R:{getattr(type(state), 'ROLE', type(state).__name__)} {what}"
+
+
 def logged_batch(persist: Persist) -> tuple[tuple[str, int, Mapping[str, Any]], ...]:
     """``(pubend, tick, attributes)`` of every message a pubend's ``Persist`` logs: one, or
     a group-commit batch's (``gapless.impl.gd.logged_batch``)."""
@@ -170,7 +172,10 @@ class GDBinding:
         return None
 
     def coverage(self, before: Any, after: Any, inp: Any) -> tuple[str, ...]:
-        """The rule that took ``inp`` (called by the world when it changed the state)."""
+        """The rule that took ``inp`` (called by the world when it changed the state); none
+        when the run's config switched coverage off (``GDConfig.coverage``)."""
+        if not self.config.coverage:
+            return ()
         t = type(inp)
         if t is Receive:
             key: tuple[Any, ...] = (type(after), t, type(inp.msg))
