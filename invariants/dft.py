@@ -370,7 +370,7 @@ class DFTChecker:
         if f.kind in _HEALS or f.phase == "end":
             if self._judge_pending(r, r.time - self.ctx.grace):
                 return True
-            if f.kind == "restart":
+            if f.kind in ("restart", "crash"):  # the world's crash ends with the restart
                 self.crashed.discard(f.target)
             else:
                 self.failed.discard(frozenset(f.target.split("|")))
