@@ -21,6 +21,7 @@ Receive(PartitionInfo)    partitions.on_partition_info                          
 Publish                   publications.on_publish (a local publisher)            §VI
 Connect                   a local subscriber issues subscription ``sub/conn``    §V
 Disconnect                its subscriptions stop being delivered                 —
+Restart                   ask its sessions for partial recoveries                §VIII-B
 ========================  =====================================================  ==========
 
 A message of an unknown type, or a ``Publish`` for another broker, is a ``Rejected``
@@ -38,6 +39,7 @@ from collections.abc import Callable
 from typing import Any
 
 import attrs
+from pyrsistent import pmap, pvector
 
 from gapless.impl.dft import partitions, publications, recovery, subscriptions
 from gapless.impl.dft.messages import (
@@ -51,9 +53,17 @@ from gapless.impl.dft.messages import (
     SyncTransfer,
 )
 from gapless.impl.dft.sessions import on_link_changed
-from gapless.impl.dft.state import BrokerState, new_broker
-from gapless.impl.effects import Effect, Rejected
-from gapless.impl.inputs import Connect, Disconnect, Input, LinkChanged, Publish, Receive
+from gapless.impl.dft.state import BrokerState, SyncState, new_broker
+from gapless.impl.effects import Effect, Rejected, Send
+from gapless.impl.inputs import (
+    Connect,
+    Disconnect,
+    Input,
+    LinkChanged,
+    Publish,
+    Receive,
+    Restart,
+)
 
 __all__ = ["crash", "handle", "on_connect", "on_disconnect", "on_receive"]
 
@@ -110,12 +120,23 @@ def _on_link(state: BrokerState, inp: LinkChanged) -> Step:
     return on_link_changed(state, inp)
 
 
+def _on_restart(state: BrokerState, inp: Restart) -> Step:
+    """The restart [DFT §VIII-B]: ask every session its crashed state counts active for a
+    partial recovery (step i). The failure detector's reports follow: a session found down
+    then is lost like any other — a partition this broker detects, whose pid tags what it
+    accepts meanwhile [DFT §III-V]."""
+    if state.restored or not state.syncing:
+        return state, ()
+    return state, tuple(Send(to=x, msg=SyncStart(recovering=True)) for x in sorted(state.syncing))
+
+
 _HANDLERS: dict[type, Callable[[BrokerState, Any], Step]] = {
     Receive: on_receive,
     LinkChanged: _on_link,
     Publish: _on_publish,
     Connect: on_connect,
     Disconnect: on_disconnect,
+    Restart: _on_restart,
 }
 
 
@@ -129,16 +150,22 @@ def handle(state: BrokerState, inp: Input, now: int) -> Step:
 
 def crash(state: BrokerState) -> BrokerState:
     """The broker after a crash: stable storage survives (tree, neighbourhood, incarnation,
-    local publication count), nothing is reachable, its full recovery lies ahead
+    local publication count, its own unconfirmed publications); it restarts believing its primary neighbours reachable and
+    their sessions active but not yet recovered (so a neighbour found unreachable at the
+    restart makes a partition, as for a running broker), its full recovery ahead
     [DFT §VIII-B]. Its stamps restart above those of every earlier incarnation — unless
     the ``forget-stamps`` bug restarts them at zero [DFT §VII]."""
     policy = state.policy
-    fresh = new_broker(state.me, state.tree, state.config, policy, reachable=False)
+    fresh = new_broker(state.me, state.tree, state.config, policy)
     incarnation = state.incarnation + 1
+    sync = policy.sync_on_activation
     return attrs.evolve(
         fresh,
         incarnation=incarnation,
         stamp=incarnation << 32 if policy.durable_stamps else 0,
         published=state.published,
-        restored=not policy.sync_on_activation,
+        unsent=pvector(q for q in state.queue if q.msg.source == state.me) if sync else pvector(),
+        restored=not sync,
+        syncing=pmap(dict.fromkeys(fresh.active, SyncState())) if sync else pmap(),
+        fwd=frozenset() if sync else fresh.fwd,
     )

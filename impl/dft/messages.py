@@ -139,10 +139,14 @@ class SyncSummary:
 @attrs.frozen(kw_only=True)
 class SyncTransfer:
     """Partial recovery, step (iii): the sync-point's accepted subscriptions missing at the
-    recovering broker, each as it would be sent by SendSubTo [DFT §VIII-A, Figure 5]; sent
-    even when empty, so the recovering broker knows this sync-point is done."""
+    recovering broker [DFT §VIII-A]. ``subs``: those the recovering broker is downstream of,
+    each as SendSubTo would send it (Figure 5); ``upstream``: those whose source lies beyond
+    the recovering broker — the sync-point routes their publications through it — with the
+    trail cut to the brokers before it. Sent even when empty, so the recovering broker
+    knows this sync-point is done."""
 
     subs: tuple[SubMsg, ...] = ()
+    upstream: tuple[SubMsg, ...] = ()
 
 
 WIRE_KINDS: Final = (
@@ -199,5 +203,5 @@ def wire(msg: Any) -> DFTWire | None:
     if isinstance(msg, SyncSummary):
         return DFTWire(kind="sync_summary", key=len(msg.sids))
     if isinstance(msg, SyncTransfer):
-        return DFTWire(kind="sync_transfer", key=tuple(s.sid for s in msg.subs))
+        return DFTWire(kind="sync_transfer", key=tuple(s.sid for s in (*msg.subs, *msg.upstream)))
     return None

@@ -56,7 +56,7 @@ from gapless.impl.effects import Deliver, Effect, Send
 from gapless.impl.filters import parse_filter
 from gapless.impl.inputs import Publish
 
-__all__ = ["on_pub", "on_pub_confirm", "on_publish", "replay", "reroute"]
+__all__ = ["on_pub", "on_pub_confirm", "on_publish", "replay", "reroute", "resend"]
 
 Step = tuple[BrokerState, tuple[Effect, ...]]
 Hops = PMap[str, frozenset[str]]
@@ -108,6 +108,13 @@ def replay(state: BrokerState, sender: str | None, msg: PubMsg) -> Step:
     return on_pub(state, sender, msg)
 
 
+def resend(state: BrokerState, q: QueuedPub) -> Step:
+    """One of this broker's own publications that was unconfirmed when it crashed (kept on
+    stable storage with its stamp), processed again once it is restored: brokers that had
+    a copy recognise the stamp as a duplicate [DFT §VII]."""
+    return _process(state, None, q.msg, stamp=q.stamp)
+
+
 def _another_copy(state: BrokerState, i: int, q: QueuedPub, sender: str, msg: PubMsg) -> Step:
     """A duplicate of queued entry ``i``: its sender is another sender (line 8). If ``q``
     waits for some target, the new copy's path may allow a legitimate hop the first copy's
@@ -145,8 +152,9 @@ def _local_deliveries(state: BrokerState, msg: PubMsg, sid: str) -> tuple[Effect
     )
 
 
-def _process(state: BrokerState, sender: str | None, msg: PubMsg) -> Step:
-    """Lines 9-18: queue, tag, match, deliver locally, route."""
+def _process(state: BrokerState, sender: str | None, msg: PubMsg, stamp: int | None = None) -> Step:
+    """Lines 9-18: queue, tag, match, deliver locally, route; stamped with the next stamp,
+    or ``stamp`` for a publication of this broker's re-sent after a restart."""
     me, tree = state.me, state.tree
     msg = attrs.evolve(msg, tags=msg.tags | publication_tags(state, msg.source))
     effects: list[Effect] = []
@@ -159,11 +167,12 @@ def _process(state: BrokerState, sender: str | None, msg: PubMsg) -> Step:
             effects += _local_deliveries(state, msg, sid)
         elif toward(tree, me, msg.source, sub.source):
             targets.add(sub.source)
-    stamp = state.stamp + 1
+    if stamp is None:
+        stamp = state.stamp + 1
+        state = attrs.evolve(state, stamp=stamp)
     senders = frozenset() if sender is None else frozenset({sender})
     q = QueuedPub(msg=msg, stamp=stamp, senders=senders, hops=pmap())
     q, sends = _assign(state, q, targets, pmap(), state.queue)
-    state = attrs.evolve(state, stamp=stamp)
     effects += sends
     if not q.hops:
         return state, (*effects, *_confirm(q))

@@ -13,12 +13,16 @@ Theory of operation
 (ii)  R answers with :class:`~gapless.impl.dft.messages.SyncSummary`, the ids in its SRT
       (:func:`on_sync_start`).
 (iii) S sends, in one :class:`~gapless.impl.dft.messages.SyncTransfer`, every subscription it
-      accepted that R lacks and for which R is downstream of S by a legitimate hop — each
-      as SendSubTo would send it (Figure 5, tagged with the pids R is beyond)
+      accepted that R lacks: those for which R is downstream of S by a legitimate hop, each
+      as SendSubTo would send it (Figure 5, tagged with the pids R is beyond); and those
+      whose source lies beyond R — S routes their publications through R, so R must know
+      them even when its own neighbour towards their source is unreachable (our addition:
+      the paper's upstream propagation in step (iv) covers the other direction)
       (:func:`on_sync_summary`).
-(iv)  R processes each like an arrived subscription from S (Figure 5: propagated to its own
-      downstream active sessions, accepted when they confirmed) and confirms it to S
-      (:func:`on_sync_transfer`). When S holds every confirmation it checks for
+(iv)  R processes each downstream one like an arrived subscription from S (Figure 5:
+      propagated to its own downstream active sessions, accepted when they confirmed),
+      accepts each upstream one at once (it lies on that subscription's path between its
+      source and S, which accepted it), and confirms each to S (:func:`on_sync_transfer`). When S holds every confirmation it checks for
       subscriptions it accepted meanwhile (sends them too), then ends the recovery: R joins
       ``fwd`` and S's queued publications are rerouted (:func:`on_sub_confirm`).
 
@@ -37,7 +41,10 @@ broker activates a session to (its SyncStart says ``recovering``: the receiver s
 of its own). The restarted broker *holds* every publication that arrives, and every local
 publication, until its recovery is over — every active session's sync-point has sent its
 transfer and no subscription is pending — then processes them in order
-(:func:`check_restored`): publications meet a complete SRT, never a half-built one.
+(:func:`check_restored`): publications meet a complete SRT, never a half-built one. First it
+re-sends its own publications that were unconfirmed at the crash, with their old stamps (our
+addition: a source broker keeps them on stable storage; a publication lost in flight when
+its source broker crashed would otherwise leave a hole in every flow from that source).
 """
 
 from __future__ import annotations
@@ -50,7 +57,7 @@ from pyrsistent import pvector
 from gapless.impl.dft import publications, subscriptions
 from gapless.impl.dft.messages import SubConfirm, SubMsg, SyncStart, SyncSummary, SyncTransfer
 from gapless.impl.dft.routing import active_sessions
-from gapless.impl.dft.state import BrokerState, SyncState
+from gapless.impl.dft.state import Accepted, BrokerState, SyncState
 from gapless.impl.effects import Effect, Send
 
 __all__ = [
@@ -107,19 +114,31 @@ def on_sync_start(state: BrokerState, sender: str, msg: SyncStart) -> Step:
     return state, tuple(effects)
 
 
-def _missing(state: BrokerState, x: str, known: frozenset[str]) -> tuple[SubMsg, ...]:
-    """Step (iii): the accepted subscriptions ``x`` lacks and is downstream for. An island
-    copy (accepted off its primary path, [DFT §V-B]) is not passed on: its trail is no
-    primary path, and the island's other nodes had their own copies."""
-    out: list[SubMsg] = []
+def _missing(state: BrokerState, x: str, known: frozenset[str]) -> SyncTransfer:
+    """Step (iii): the accepted subscriptions ``x`` lacks. Those ``x`` is downstream of go
+    as SendSubTo sends them; those whose source lies beyond ``x`` (this broker routes their
+    publications through it) go upstream, their trail cut to the brokers before ``x``. An
+    island copy (accepted off its primary path, [DFT §V-B]) is not passed on: its trail is
+    no primary path, and the island's other nodes had their own copies."""
+    down: list[SubMsg] = []
+    up: list[SubMsg] = []
+    tree, me = state.tree, state.me
     for sid in sorted(state.srt):
         sub = state.srt[sid].sub
-        if sid in known or sub.island or not subscriptions.onward(state, sub, x):
+        if sid in known or sub.island or sub.source == x:
             continue
-        sent = subscriptions.send_sub(state, sub, x)
-        assert isinstance(sent.msg, SubMsg)
-        out.append(sent.msg)
-    return tuple(out)
+        if subscriptions.onward(state, sub, x):
+            sent = subscriptions.send_sub(state, sub, x)
+            assert isinstance(sent.msg, SubMsg)
+            down.append(sent.msg)
+        elif x in tree.path(me, sub.source):
+            before = tree.path(sub.source, x)[:-1]
+            up.append(attrs.evolve(sub, trail=tuple(t for t in sub.trail if t in before)))
+    return SyncTransfer(subs=tuple(down), upstream=tuple(up))
+
+
+def _sids(t: SyncTransfer) -> frozenset[str]:
+    return frozenset(m.sid for m in (*t.subs, *t.upstream))
 
 
 def on_sync_summary(state: BrokerState, sender: str, msg: SyncSummary) -> Step:
@@ -127,11 +146,11 @@ def on_sync_summary(state: BrokerState, sender: str, msg: SyncSummary) -> Step:
     s = state.syncing.get(sender)
     if s is None or s.summarised:
         return state, ()
-    subs = _missing(state, sender, msg.sids)
-    sent = frozenset(m.sid for m in subs)
+    transfer = _missing(state, sender, msg.sids)
+    sent = _sids(transfer)
     s = SyncState(known=msg.sids | sent, waiting=sent, summarised=True)
     state = attrs.evolve(state, syncing=state.syncing.set(sender, s))
-    effects: tuple[Effect, ...] = (Send(to=sender, msg=SyncTransfer(subs=subs)),)
+    effects: tuple[Effect, ...] = (Send(to=sender, msg=transfer),)
     if sent:
         return state, effects
     state, more = _complete(state, sender)
@@ -145,6 +164,10 @@ def on_sync_transfer(state: BrokerState, sender: str, msg: SyncTransfer) -> Step
     for sub in msg.subs:
         state, more = subscriptions.on_sub(state, sender, sub)
         effects += more
+    for sub in msg.upstream:
+        if sub.sid not in state.srt and sub.sid not in state.pending:
+            state = attrs.evolve(state, srt=state.srt.set(sub.sid, Accepted(sub=sub)))
+        effects.append(Send(to=sender, msg=SubConfirm(sid=sub.sid)))
     if not state.restored and sender not in state.synced_from:
         state = attrs.evolve(state, synced_from=state.synced_from | {sender})
     state, more = check_restored(state)
@@ -172,12 +195,12 @@ def _complete(state: BrokerState, x: str) -> Step:
     """Every transferred subscription is confirmed: send those accepted meanwhile, or end
     the recovery — ``x`` joins ``fwd`` and queued publications are rerouted."""
     s = state.syncing[x]
-    subs = _missing(state, x, s.known)
-    if subs:
-        sent = frozenset(m.sid for m in subs)
+    transfer = _missing(state, x, s.known)
+    sent = _sids(transfer)
+    if sent:
         s = SyncState(known=s.known | sent, waiting=sent, summarised=True)
         state = attrs.evolve(state, syncing=state.syncing.set(x, s))
-        return state, (Send(to=x, msg=SyncTransfer(subs=subs)),)
+        return state, (Send(to=x, msg=transfer),)
     before = state.fwd
     state = with_fwd(attrs.evolve(state, syncing=state.syncing.remove(x)))
     return publications.reroute(state, before)
@@ -188,9 +211,14 @@ def check_restored(state: BrokerState) -> Step:
     has sent its transfer and no subscription is pending: process what it held."""
     if state.restored or not state.active or not state.active <= state.synced_from or state.pending:
         return state, ()
-    held = state.held
-    state = attrs.evolve(state, restored=True, synced_from=frozenset(), held=pvector())
+    held, unsent = state.held, state.unsent
+    state = attrs.evolve(
+        state, restored=True, synced_from=frozenset(), held=pvector(), unsent=pvector()
+    )
     effects: list[Effect] = []
+    for q in unsent:
+        state, more = publications.resend(state, q)
+        effects += more
     for sender, msg in held:
         state, more = publications.replay(state, sender, msg)
         effects += more

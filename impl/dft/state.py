@@ -28,7 +28,8 @@ One frozen value per broker [DFT §II-VIII]; the handlers in
   ``incarnation`` — how many times this broker restarted (stable storage); ``restored`` —
   False from a restart until its full recovery is over; ``synced_from`` — the sync-points
   whose transfer it has received since the restart; ``held`` — publications that arrived
-  (or were published here) before then, processed once it is restored.
+  (or were published here) before then, processed once it is restored; ``unsent`` — its
+  own publications that were unconfirmed at the crash (stable storage), re-sent first.
 """
 
 from __future__ import annotations
@@ -117,6 +118,7 @@ class BrokerState:
     restored: bool = True
     synced_from: frozenset[str] = frozenset()
     held: PVector[tuple[str | None, PubMsg]] = attrs.field(factory=pvector)
+    unsent: PVector[QueuedPub] = attrs.field(factory=pvector)
 
 
 def new_broker(

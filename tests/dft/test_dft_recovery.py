@@ -139,3 +139,28 @@ def test_crash_keeps_stable_storage_only() -> None:
     assert c2.stamp > 1 << 32  # stamps above the first incarnation's
     forgetful = attrs.evolve(PAPER_POLICY, durable_stamps=False)
     assert _restart_run(forgetful).broker("C2").stamp < 1 << 32
+
+
+def test_a_source_broker_resends_its_unconfirmed_publications_after_a_restart() -> None:
+    def run(policy: DFTPolicy) -> Net:
+        net = Net(CHAIN, config=DFTConfig(delta=1), policy=policy)
+        net.subscribe("C5", "S", "true")
+        net.drain()
+        net.publish("C0", x=1)
+        net.drain()
+        net.publish("C0", x=2)  # still in flight when its source broker crashes
+        net.crash("C0")
+        net.restart("C0")
+        net.drain()
+        net.publish("C0", x=3)
+        net.drain()
+        return net
+
+    good = run(PAPER_POLICY)
+    assert good.delivered("S") == [("C0", 1), ("C0", 2), ("C0", 3)]
+    assert _check(good) is None
+    # without recovery nothing is kept, and the hole shows
+    bad = run(VARIANTS["no-sync"].policy)
+    assert ("C0", 2) not in bad.delivered("S")
+    v = _check(bad)
+    assert v is not None
