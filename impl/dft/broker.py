@@ -150,9 +150,10 @@ def handle(state: BrokerState, inp: Input, now: int) -> Step:
 
 def crash(state: BrokerState) -> BrokerState:
     """The broker after a crash: stable storage survives (tree, neighbourhood, incarnation,
-    local publication count, its own unconfirmed publications); it restarts believing its primary neighbours reachable and
-    their sessions active but not yet recovered (so a neighbour found unreachable at the
-    restart makes a partition, as for a running broker), its full recovery ahead
+    local publication count, its own unconfirmed publications); it restarts believing its
+    primary neighbours reachable and their sessions active but not yet recovered (so a
+    neighbour found unreachable at the restart makes a partition, as for a running
+    broker), its full recovery ahead
     [DFT §VIII-B]. Its stamps restart above those of every earlier incarnation — unless
     the ``forget-stamps`` bug restarts them at zero [DFT §VII]."""
     policy = state.policy

@@ -22,9 +22,10 @@ Theory of operation
 (iv)  R processes each downstream one like an arrived subscription from S (Figure 5:
       propagated to its own downstream active sessions, accepted when they confirmed),
       accepts each upstream one at once (it lies on that subscription's path between its
-      source and S, which accepted it), and confirms each to S (:func:`on_sync_transfer`). When S holds every confirmation it checks for
-      subscriptions it accepted meanwhile (sends them too), then ends the recovery: R joins
-      ``fwd`` and S's queued publications are rerouted (:func:`on_sub_confirm`).
+      source and S, which accepted it), and confirms each to S (:func:`on_sync_transfer`).
+      When S holds every confirmation it checks for subscriptions it accepted meanwhile
+      (sends them too), then ends the recovery: R joins ``fwd`` and S's queued
+      publications are rerouted (:func:`on_sub_confirm`).
 
 Step (iv)'s replacement of confirmation tags with a *partition-recovery notifier* and step
 (v), removing recovered pids from partition tables, are not built: pids stay, so a

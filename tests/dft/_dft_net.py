@@ -167,6 +167,12 @@ class Net:
         self.alive.add(b)
         self._record(b, "fault", Fault(kind="restart", target=b, phase="end"))
         self.step(b, Restart())
+        for x in sorted(self.hood[b]):  # as the world does: every neighbour, up or down
+            up = self.reachable(b, x)
+            self.view[(b, x)] = up
+            inp = LinkChanged(neighbour=x, up=up)
+            self._record(b, "link", inp)
+            self.step(b, inp)
         self._detect()
 
     # ---- reading ----------------------------------------------------------------------
