@@ -49,7 +49,7 @@ from pyrsistent import PMap, pmap, pvector
 
 from gapless.impl.dft.messages import PubConfirm, PubMsg
 from gapless.impl.dft.partitions import publication_tags
-from gapless.impl.dft.routing import route, toward
+from gapless.impl.dft.routing import route
 from gapless.impl.dft.seqvec import extend, is_duplicate, observe
 from gapless.impl.dft.state import BrokerState, QueuedPub
 from gapless.impl.effects import Deliver, Effect, Send
@@ -159,13 +159,18 @@ def _process(state: BrokerState, sender: str | None, msg: PubMsg, stamp: int | N
     msg = attrs.evolve(msg, tags=msg.tags | publication_tags(state, msg.source))
     effects: list[Effect] = []
     targets: set[str] = set()
+    verdicts: dict[str, bool] = {}  # each distinct filter evaluated once per publication
+    back = None if msg.source == me else tree.next_hop(me, msg.source)
     for sid in sorted(state.srt):
         sub = state.srt[sid].sub
-        if not parse_filter(sub.filter).matches(msg.attributes):
+        hit = verdicts.get(sub.filter)
+        if hit is None:
+            hit = verdicts[sub.filter] = parse_filter(sub.filter).matches(msg.attributes)
+        if not hit:
             continue
         if sub.source == me:
             effects += _local_deliveries(state, msg, sid)
-        elif toward(tree, me, msg.source, sub.source):
+        elif back is None or tree.next_hop(me, sub.source) != back:  # toward [DFT §VI]
             targets.add(sub.source)
     if stamp is None:
         stamp = state.stamp + 1
