@@ -17,6 +17,10 @@
   second of one worker, summed over the points). ``bytes_per_broker``: the deep size of
   the broker states at the end of the 100-broker, k = 0, δ = 3 run (the primary tree, which
   every broker shares, counted once and divided out) — the 500-broker run does not fit.
+* ``--param``: ``fig10=paper`` runs the paper's sweep instead (500 brokers, 120 s, k in
+  {0, 20, 40, 60, 85}, δ = 0..3), ``n``/``duration``/``ks``/``deltas`` any other shape,
+  ``workers`` the processes it is spread over, ``only=fig10`` skips Figures 9, 11, 12 and
+  ``memory=1`` adds ``bytes_per_broker`` of the sweep's own network (e.g. 500 brokers).
 * ``plots`` — the PNG files written (``build/bench-dft/fig9.png``, ``fig10.png``,
   ``fig11.png``, ``fig12.png``).
 
@@ -48,22 +52,74 @@ FIG10_KS: Final = (0, 4, 8, 12, 17)
 FIG10_DELTAS: Final = (0, 1, 2, 3)
 
 
+TAKES_PARAMS: Final = True
+"""``gapless bench dft --param KEY=VALUE``: ``fig10`` (``scaled``, the default, or ``paper``:
+500 brokers, 120 s, k in {0, 20, 40, 60, 85}, δ = 0..3 [DFT §IX-B]); ``n``, ``duration``,
+``ks`` and ``deltas`` (comma-separated) override the sweep's shape; ``workers`` (processes,
+default 2); ``only=fig10`` skips Figures 9, 11 and 12."""
+
+PAPER_FIG10: Final = {
+    "n": 500,
+    "duration": 120.0,
+    "ks": (0, 20, 40, 60, 85),
+    "deltas": (0, 1, 2, 3),
+}
+SCALED_FIG10: Final = {
+    "n": FIG10_N,
+    "duration": FIG10_DURATION_S,
+    "ks": FIG10_KS,
+    "deltas": FIG10_DELTAS,
+}
+
+
 def _point(args: tuple[int, int, int, float]) -> dict[str, Any]:
     n, delta, k, duration = args
     return fig10_point(n, delta, k, duration)
 
 
-def _fig10(workers: int = 2) -> dict[str, Any]:
-    jobs = [(FIG10_N, d, k, FIG10_DURATION_S) for d in FIG10_DELTAS for k in FIG10_KS]
+def _ints(text: str) -> tuple[int, ...]:
+    return tuple(int(x) for x in text.split(",") if x.strip())
+
+
+def fig10_shape(params: dict[str, str]) -> dict[str, Any]:
+    """The Figure 10 sweep ``params`` ask for (see :data:`TAKES_PARAMS`); ValueError names
+    a bad one."""
+    kind = params.get("fig10", "scaled")
+    if kind not in ("scaled", "paper"):
+        raise ValueError(f"--param fig10={kind!r} is not allowed; allowed: scaled, paper")
+    shape = dict(PAPER_FIG10 if kind == "paper" else SCALED_FIG10)
+    if "n" in params:
+        shape["n"] = int(params["n"])
+    if "duration" in params:
+        shape["duration"] = float(params["duration"])
+    if "ks" in params:
+        shape["ks"] = _ints(params["ks"])
+    if "deltas" in params:
+        shape["deltas"] = _ints(params["deltas"])
+    if shape["n"] not in (100, 500):
+        raise ValueError(f"n={shape['n']} is not allowed; allowed: 100, 500 (dft-fig10-N)")
+    if max(shape["ks"], default=0) >= shape["n"] - 10:
+        raise ValueError(f"ks={shape['ks']} leave too few brokers for n={shape['n']}")
+    return shape
+
+
+def _fig10(workers: int = 2, shape: dict[str, Any] | None = None) -> dict[str, Any]:
+    sh = shape or SCALED_FIG10
+    jobs = [(sh["n"], d, k, sh["duration"]) for d in sh["deltas"] for k in sh["ks"]]
     t0 = time.perf_counter()
+    c0 = time.process_time()
     with ProcessPoolExecutor(max_workers=workers) as pool:
         points = list(pool.map(_point, jobs))
     wall = time.perf_counter() - t0
     events = sum(p["events"] for p in points)
     busy = sum(p["wall_s"] for p in points)
     return {
-        "n": FIG10_N,
-        "duration_s": FIG10_DURATION_S,
+        "n": sh["n"],
+        "duration_s": sh["duration"],
+        "ks": list(sh["ks"]),
+        "deltas": list(sh["deltas"]),
+        "workers": workers,
+        "parent_cpu_s": round(time.process_time() - c0, 1),
         "points": {f"d{p['delta']}_k{p['k']}": p for p in points},
         "fig10_wall_s": round(wall, 1),
         "fig10_events": events,
@@ -96,8 +152,8 @@ def _deep_size(obj: Any, seen: set[int]) -> int:
     return total
 
 
-def _bytes_per_broker() -> int:
-    spec = fig10_spec(FIG10_N, 3, 2.0)
+def _bytes_per_broker(n: int = FIG10_N) -> int:
+    spec = fig10_spec(n, 3, 1.0 if n > FIG10_N else 2.0)
     run = Run(spec, FaultSchedule(seed=0, events=()), 0)
     run.world.run(duration_us=spec.duration_us, drain_us=FAIL_AT_US)
     states = [node.state for node in run.world.nodes.values()]
@@ -168,8 +224,8 @@ def _plot_fig10(fig10: dict[str, Any], path: Path) -> None:
     fig = Figure(figsize=(6.5, 4.5))
     ax = fig.subplots()
     drawn: list[tuple[list[float], list[int]]] = []
-    for d in FIG10_DELTAS:
-        ys = [100 * fig10["points"][f"d{d}_k{k}"]["delivered_fraction"] for k in FIG10_KS]
+    for d in fig10["deltas"]:
+        ys = [100 * (fig10["points"][f"d{d}_k{k}"]["delivered_fraction"] or 0) for k in fig10["ks"]]
         same = next((names for prev, names in drawn if prev == ys), None)
         if same is not None:  # coinciding series: one curve, every member in its label
             same.append(d)
@@ -177,7 +233,7 @@ def _plot_fig10(fig10: dict[str, Any], path: Path) -> None:
         drawn.append((ys, [d]))
     for (ys, names), marker in zip(drawn, "osx^", strict=False):
         label = " = ".join(f"δ={d}" for d in names) + (" (coincide)" if len(names) > 1 else "")
-        ax.plot(FIG10_KS, ys, marker + "-", label=label)
+        ax.plot(fig10["ks"], ys, marker + "-", label=label)
     ax.set_xlabel(f"failed brokers k (of {fig10['n']})")
     ax.set_ylabel("% of expected deliveries made")
     ax.set_title(
@@ -190,14 +246,46 @@ def _plot_fig10(fig10: dict[str, Any], path: Path) -> None:
     fig.savefig(path, dpi=90)
 
 
-def run() -> dict[str, Any]:
-    """Figures 9-12 and their plots (see module doc)."""
+def _fig10_only(params: dict[str, str]) -> dict[str, Any]:
+    """Just the Figure 10 sweep ``params`` ask for, with its figures and ``bytes_per_broker``
+    of its network (k = 0, δ = 3, 1 simulated second)."""
+    shape = fig10_shape(params)
+    fig10 = _fig10(int(params.get("workers", "2")), shape)
+    return {
+        "fig10": {
+            k: {f: p[f] for f in ("delivered_fraction", "delivered", "expected", "verdict")}
+            for k, p in fig10["points"].items()
+        },
+        "fig10_setup": f"{fig10['n']} brokers, fanout 3, {fig10['duration_s']:g} s, "
+        f"k in {fig10['ks']}, δ in {fig10['deltas']}, 10 publishers x 2/s, a match-all "
+        f"subscriber per broker, one run per point, {fig10['workers']} worker processes",
+        "fig10_wall_s": fig10["fig10_wall_s"],
+        "fig10_events": fig10["fig10_events"],
+        "fig10_events_per_s": fig10["fig10_events_per_s"],
+        "fig10_point_wall_s": {k: p["wall_s"] for k, p in fig10["points"].items()},
+        "bytes_per_broker": _bytes_per_broker(shape["n"]) if params.get("memory") else None,
+        "targets": {},
+    }
+
+
+def run(**params: str) -> dict[str, Any]:
+    """Figures 9-12 and their plots (see module doc); ``params``: see :data:`TAKES_PARAMS`."""
+    unknown = sorted(
+        set(params) - {"fig10", "n", "duration", "ks", "deltas", "workers", "only", "memory"}
+    )
+    if unknown:
+        raise ValueError(
+            f"unknown --param {unknown}; allowed: fig10, n, duration, ks, deltas, workers, "
+            "only, memory"
+        )
+    if params.get("only") == "fig10":
+        return _fig10_only(params)
     t0 = time.perf_counter()
     fig9 = F.fig9()
     fig9_wall = time.perf_counter() - t0
     fig11 = F.fig11()
     fig12 = F.fig12()
-    fig10 = _fig10()
+    fig10 = _fig10(int(params.get("workers", "2")), fig10_shape(params))
     per_broker = _bytes_per_broker()
     PLOT_DIR.mkdir(parents=True, exist_ok=True)
     plots = {name: str(PLOT_DIR / f"{name}.png") for name in ("fig9", "fig10", "fig11", "fig12")}

@@ -12,6 +12,15 @@ confirmation tags); at another broker, when it sends its confirmation c_s, or re
 island copy for a partition it is on [DFT §V]. A protocol that reports no acceptance (the
 naive baseline) counts a subscription accepted when its subscriber connects.
 
+The invariants are plug-ins over the kit's shared ledger (:mod:`gapless.invariants.plugin`,
+run by :class:`~gapless.invariants.checker.Checker`, as GD's are): the facts several of them
+read — subscriptions and their acceptance, publications, per-broker acceptance times,
+forwarding trails, the failures standing — are one :class:`DFTFacts` the ledger keeps
+(``CheckContext.protocol_facts``); :class:`DFTDeliveries` owns ``exactly_once``, ``order``
+and ``gapless`` (and adds deliveries), :class:`DFTSafety` ``safety``,
+:class:`DFTLegitimacy` ``legitimate_propagation``, :class:`DFTBounded`
+``bounded_delivery``. :class:`DFTChecker` is the registry's checker over them.
+
 * ``exactly_once`` — no publication is delivered twice to one subscription [DFT §I].
 * ``order`` — per source, delivered publications follow the source's order [DFT §I].
 * ``gapless`` — a matching publication is never skipped: none is missing between two
@@ -45,13 +54,17 @@ from gapless.impl.dft.messages import PubMsg, SubConfirm, SubMsg
 from gapless.impl.dft.tree import PrimaryTree
 from gapless.impl.effects import Deliver
 from gapless.impl.trace import TraceRecord
+from gapless.invariants.checker import Checker
+from gapless.invariants.plugin import CheckContext, Ledger, Plugin, Report
 from gapless.invariants.violation import Violation
 
 __all__ = [
     "DFT_INVARIANTS",
+    "DFT_PLUGINS",
     "DFT_SAFETY",
     "DFTChecker",
     "DFTContext",
+    "DFTFacts",
     "check_dft_trace",
     "pair_within_budget",
 ]
@@ -131,14 +144,15 @@ class _Sub:
     seen: set[tuple[str, int]] = attrs.field(factory=set)
 
 
-class DFTChecker:
-    """Every DFT invariant, online (``observe``) or over a recorded trace."""
+class DFTFacts:
+    """What several DFT plug-ins read, kept once per ledger (``Ledger.proto``): the
+    subscriptions (when and with which tags each was accepted, whether it is closed), the
+    publications, when each broker accepted each subscription, the trails of forwarded
+    copies, and the failures standing now. Its :meth:`facts` are added before the plug-ins
+    judge a record."""
 
-    def __init__(self, ctx: DFTContext, names: Iterable[str] = ()) -> None:
+    def __init__(self, ctx: DFTContext) -> None:
         self.ctx = ctx
-        wanted = set(names) or set(DFT_INVARIANTS)
-        self.on = {n: n in wanted for n in DFT_INVARIANTS}
-        self.violation: Violation | None = None
         self.subs: dict[str, _Sub] = {}
         self.pubs: dict[str, list[tuple[int, Mapping[str, Any], TraceRecord]]] = {}
         self.accepted_at: dict[tuple[str, str], int] = {}
@@ -147,77 +161,66 @@ class DFTChecker:
         self.sent_copy: dict[tuple[str, tuple[str, int]], tuple[str, ...]] = {}
         self.crashed: set[str] = set()
         self.failed: set[frozenset[str]] = set()
-        self.pending: dict[tuple[str, tuple[str, int]], TraceRecord] = {}
-        self.out_of_budget: set[tuple[str, str]] = set()
-        #: How many owed deliveries ``bounded_delivery`` saw made (non-vacuity).
-        self.bounded_met = 0
 
-    # ------------------------------------------------------------------ plumbing
-    def restrict(self, names: Iterable[str]) -> None:
-        """From now on judge only ``names``; a violation already found stands."""
-        keep = set(names)
-        for n in self.on:
-            self.on[n] = self.on[n] and n in keep
+    def facts(self) -> dict[str, Callable[[TraceRecord], None]]:
+        """Per record kind, the method adding its facts."""
+        return {
+            "connect": self._on_connect,
+            "disconnect": self._on_disconnect,
+            "publish": self._on_publish,
+            "persist": self._on_persist,
+            "send": self._on_send,
+            "receive": self._on_receive,
+            "fault": self._on_fault,
+        }
 
     def publish_time(self, pubend: str, tick: int) -> int | None:
         """When ``pubend`` published its ``tick``-th publication (None if unknown)."""
         got = self.pubs.get(pubend, [])
         return got[tick - 1][0] if 0 < tick <= len(got) else None
 
-    def _fail(
-        self, name: str, subject: str, message: str, r: TraceRecord, events: Iterable[TraceRecord]
-    ) -> bool:
-        if self.violation is None and self.on.get(name, False):
-            self.violation = Violation(
-                invariant=name,
-                subject=subject,
-                message=message,
-                time=r.time,
-                events=(*events, r),
-            )
-        return self.violation is not None
+    def within_budget(self, source: str, broker: str) -> bool:
+        """:func:`pair_within_budget` under the failures standing now."""
+        return pair_within_budget(
+            self.ctx.tree, self.ctx.delta, self.crashed, self.failed, source, broker
+        )
 
-    # ------------------------------------------------------------------ observe
-    def observe(self, r: TraceRecord) -> bool:
-        """Judge one record; True once a violation has been found."""
-        kind, d = r.kind, r.detail
-        if kind == "connect":
-            sid = f"{d.subscriber}/{d.connection}"
-            sub = _Sub(sid, d.subscriber, d.connection, r.node, d.filter, r.time)
-            self.subs[sid] = sub
-            if not self.ctx.reports_acceptance:
-                sub.accepted, sub.tags = r.time, frozenset()
-                self._accept(r.node, sid, r.time)
-        elif kind == "disconnect":
-            self._close(d.subscriber)
-        elif kind == "publish":
-            self.pubs.setdefault(d.pubend, []).append((r.time, d.attributes, r))
-            self._expect(r, d.pubend, len(self.pubs[d.pubend]), d.attributes)
-        elif kind == "persist" and isinstance(d.key, tuple) and d.key[:1] == ("accepted",):
-            self._accept(r.node, d.key[1], r.time)
+    def accept(self, broker: str, sid: str, time: int) -> None:
+        self.accepted_at.setdefault((broker, sid), time)
+
+    def _on_connect(self, r: TraceRecord) -> None:
+        d = r.detail
+        sid = f"{d.subscriber}/{d.connection}"
+        sub = _Sub(sid, d.subscriber, d.connection, r.node, d.filter, r.time)
+        self.subs[sid] = sub
+        if not self.ctx.reports_acceptance:
+            sub.accepted, sub.tags = r.time, frozenset()
+            self.accept(r.node, sid, r.time)
+
+    def _on_disconnect(self, r: TraceRecord) -> None:
+        for sub in self.subs.values():
+            if sub.subscriber == r.detail.subscriber:
+                sub.closed = True
+
+    def _on_publish(self, r: TraceRecord) -> None:
+        d = r.detail
+        self.pubs.setdefault(d.pubend, []).append((r.time, d.attributes, r))
+
+    def _on_persist(self, r: TraceRecord) -> None:
+        d = r.detail
+        if isinstance(d.key, tuple) and d.key[:1] == ("accepted",):
+            self.accept(r.node, d.key[1], r.time)
             mine = self.subs.get(d.key[1])
             if mine is not None and mine.accepted is None:
                 mine.accepted, mine.tags = r.time, frozenset(d.value)
-        elif kind == "send":
-            return self._on_send(r)
-        elif kind == "receive":
-            self._on_receive(r)
-        elif kind == "deliver":
-            return self._on_deliver(r)
-        elif kind == "fault":
-            return self._on_fault(r)
-        return self.violation is not None
 
-    def _close(self, subscriber: str) -> None:
-        """A subscriber left: nothing more is owed to its connections."""
-        for sub in self.subs.values():
-            if sub.subscriber == subscriber and not sub.closed:
-                sub.closed = True
-                for k in [k for k in self.pending if k[0] == sub.sid]:
-                    del self.pending[k]
-
-    def _accept(self, broker: str, sid: str, time: int) -> None:
-        self.accepted_at.setdefault((broker, sid), time)
+    def _on_send(self, r: TraceRecord) -> None:
+        msg = r.detail.msg
+        if isinstance(msg, SubConfirm):
+            self.accept(r.node, msg.sid, r.time)
+        elif isinstance(msg, PubMsg):
+            self.first_send.setdefault((r.node, msg.key), r.time)
+            self.sent_copy.setdefault((r.detail.to, msg.key), msg.trail)
 
     def _on_receive(self, r: TraceRecord) -> None:
         msg = r.detail.msg
@@ -229,136 +232,195 @@ class DFTChecker:
         ):
             # an island copy is accepted on arrival [DFT §V-B]; the naive baseline accepts
             # whatever it receives
-            self._accept(r.node, msg.sid, r.time)
+            self.accept(r.node, msg.sid, r.time)
 
-    def _on_send(self, r: TraceRecord) -> bool:
-        msg = r.detail.msg
-        if isinstance(msg, SubConfirm):
-            self._accept(r.node, msg.sid, r.time)
-            return self.violation is not None
-        if isinstance(msg, PubMsg):
-            self.first_send.setdefault((r.node, msg.key), r.time)
-            self.sent_copy.setdefault((r.detail.to, msg.key), msg.trail)
-            return self._legitimate(r, msg.trail, r.detail.to)
-        if isinstance(msg, SubMsg) and not msg.island:
-            return self._legitimate(r, msg.trail, r.detail.to)
-        return self.violation is not None
+    def _on_fault(self, r: TraceRecord) -> None:
+        f = r.detail
+        if f.kind == "fail" and f.phase == "end":
+            return  # the world's "fail" never heals: its broker stays failed
+        if f.kind in _HEALS or f.phase == "end":
+            if f.kind in ("restart", "crash"):  # the world's crash ends with the restart
+                self.crashed.discard(f.target)
+            else:
+                self.failed.discard(frozenset(f.target.split("|")))
+        elif f.kind in ("crash", "fail"):  # "fail": a broker that never restarts
+            self.crashed.add(f.target)
+        elif f.kind == "link_fail":
+            self.failed.add(frozenset(f.target.split("|")))
 
-    # ------------------------------------------------------------------ legitimate propagation
-    def _legitimate(self, r: TraceRecord, trail: tuple[str, ...], to: str) -> bool:
-        """``legitimate_propagation`` for one forwarded message [DFT §VII]."""
-        if not trail or not self.on["legitimate_propagation"]:
-            return self.violation is not None
-        chain = (*trail, to)
-        path = self.ctx.tree.path(chain[0], to)
-        it = iter(path)
-        if not all(b in it for b in chain):
-            return self._fail(
-                "legitimate_propagation",
-                r.node,
-                f"forwarding chain {list(chain)} leaves the primary path {list(path)}",
-                r,
-                (),
-            )
-        forwarded = set(chain)
-        w, delta = 2 * self.ctx.delta + 1, self.ctx.delta
-        for i in range(max(1, len(path) - w + 1)):
-            window = path[i : i + w]
-            bypassed = [b for b in window if b not in forwarded]
-            if len(bypassed) > delta:
-                return self._fail(
-                    "legitimate_propagation",
-                    r.node,
-                    f"chain {list(chain)} bypasses {bypassed} (more than δ={delta}) in the "
-                    f"primary sub-path {list(window)}",
-                    r,
-                    (),
-                )
-        return self.violation is not None
 
-    # ------------------------------------------------------------------ deliveries
-    def _on_deliver(self, r: TraceRecord) -> bool:
+class _DFTPlugin(Plugin):
+    def __init__(self, ledger: Ledger, report: Report) -> None:
+        super().__init__(ledger, report)
+        self.f: DFTFacts = ledger.proto
+
+
+class DFTDeliveries(_DFTPlugin):
+    """``exactly_once``, ``order`` and ``gapless`` (see the module doc); it adds each
+    delivery once judged."""
+
+    names = ("exactly_once", "order", "gapless")
+    kinds = frozenset({"deliver"})
+    records_deliveries = True
+
+    def observe(self, r: TraceRecord) -> bool:
         d: Deliver = r.detail
-        sid = f"{d.subscriber}/{d.connection}"
-        sub = self.subs.get(sid)
+        sub = self.f.subs.get(f"{d.subscriber}/{d.connection}")
         if sub is None:
-            return self._fail("safety", d.subscriber, "delivery to an unknown subscription", r, ())
+            return self.report.fail(
+                "safety", d.subscriber, "delivery to an unknown subscription", r
+            )
         key = (d.pubend, d.tick)
         if key in sub.seen:
-            return self._fail("exactly_once", sid, f"{key} delivered twice", r, ())
+            return self.report.fail("exactly_once", sub.sid, f"{key} delivered twice", r)
         got = sub.delivered.setdefault(d.pubend, [])
         if got and d.tick < got[-1]:
-            return self._fail("order", sid, f"{key} delivered after ({d.pubend}, {got[-1]})", r, ())
-        if self._gap(r, sub, d.pubend, d.tick) or self._unsafe(r, sub, key):
+            msg = f"{key} delivered after ({d.pubend}, {got[-1]})"
+            return self.report.fail("order", sub.sid, msg, r)
+        if self._gap(r, sub, d.pubend, d.tick):
             return True
         sub.seen.add(key)
         got.append(d.tick)
-        if self.pending.pop((sid, key), None) is not None:
-            self.bounded_met += 1
-        return self.violation is not None
+        self.ledger.record_deliveries(r)
+        return False
 
     def _gap(self, r: TraceRecord, sub: _Sub, pubend: str, tick: int) -> bool:
         """``gapless``: no matching publication of ``pubend`` is skipped below ``tick``."""
         got = sub.delivered.get(pubend, [])
         accepted = sub.accepted if sub.accepted is not None else sub.connected
-        pubs = self.pubs.get(pubend, [])
+        pubs = self.f.pubs.get(pubend, [])
         for k in range(got[-1] + 1 if got else 1, tick):
             if k > len(pubs):
                 break
             t, attributes, rec = pubs[k - 1]
-            if (pubend, k) in sub.seen or not self.ctx.matches(sub.filter, attributes):
+            if (pubend, k) in sub.seen or not self.f.ctx.matches(sub.filter, attributes):
                 continue
             if got or t >= accepted:
-                return self._fail(
+                return self.report.fail(
                     "gapless",
                     sub.sid,
                     f"({pubend}, {tick}) delivered but matching ({pubend}, {k}), published "
                     f"at t={t}, never was",
                     r,
-                    (rec,),
+                    events=(rec,),
                 )
         return False
 
-    def _unsafe(self, r: TraceRecord, sub: _Sub, key: tuple[str, int]) -> bool:
-        """``safety``: every broker that forwarded the delivered copy had accepted the
-        subscription before forwarding it (publications after acceptance only)."""
-        if not self.ctx.reports_acceptance:
+
+class DFTSafety(_DFTPlugin):
+    """``safety``: every broker that forwarded the delivered copy had accepted the
+    subscription before forwarding it (publications after acceptance only)."""
+
+    names = ("safety",)
+    kinds = frozenset({"deliver"})
+
+    def observe(self, r: TraceRecord) -> bool:
+        f = self.f
+        d: Deliver = r.detail
+        sub = f.subs.get(f"{d.subscriber}/{d.connection}")
+        if sub is None:
+            return self.report.fail(
+                "safety", d.subscriber, "delivery to an unknown subscription", r
+            )
+        if not f.ctx.reports_acceptance:
             return False  # no broker reports acceptance: nothing to judge safety by
-        source, tick = key
-        t_pub = self.publish_time(source, tick)
+        key = (d.pubend, d.tick)
+        t_pub = f.publish_time(d.pubend, d.tick)
         if t_pub is None or sub.accepted is None or t_pub < sub.accepted:
             return False
-        trail = self.last_copy.get((r.node, key), self.sent_copy.get((r.node, key), ()))
-        brokers = {source, *trail}
-        for x in sorted(brokers):
-            t_fwd = t_pub if x == source else self.first_send.get((x, key), r.time)
-            t_acc = self.accepted_at.get((x, sub.sid))
+        trail = f.last_copy.get((r.node, key), f.sent_copy.get((r.node, key), ()))
+        for x in sorted({d.pubend, *trail}):
+            t_fwd = t_pub if x == d.pubend else f.first_send.get((x, key), r.time)
+            t_acc = f.accepted_at.get((x, sub.sid))
             if t_acc is None or t_acc > t_fwd:
-                return self._fail(
+                return self.report.fail(
                     "safety",
                     sub.sid,
                     f"{key} was forwarded by {x} at t={t_fwd} before {x} accepted "
                     f"{sub.sid} (accepted: {t_acc})",
                     r,
-                    (),
                 )
         return False
 
-    # ------------------------------------------------------------------ bounded delivery
-    def within_budget(self, source: str, broker: str) -> bool:
-        """:func:`pair_within_budget` under the failures standing now."""
-        return pair_within_budget(
-            self.ctx.tree, self.ctx.delta, self.crashed, self.failed, source, broker
-        )
 
-    def _expect(self, r: TraceRecord, source: str, n: int, attributes: Mapping[str, Any]) -> None:
+class DFTLegitimacy(_DFTPlugin):
+    """``legitimate_propagation`` for every forwarded subscription and publication
+    [DFT §VII]."""
+
+    names = ("legitimate_propagation",)
+    kinds = frozenset({"send"})
+
+    def observe(self, r: TraceRecord) -> bool:
+        msg = r.detail.msg
+        if isinstance(msg, PubMsg) or (isinstance(msg, SubMsg) and not msg.island):
+            return self._legitimate(r, msg.trail, r.detail.to)
+        return False
+
+    def _legitimate(self, r: TraceRecord, trail: tuple[str, ...], to: str) -> bool:
+        if not trail:
+            return False
+        chain = (*trail, to)
+        path = self.f.ctx.tree.path(chain[0], to)
+        it = iter(path)
+        if not all(b in it for b in chain):
+            msg = f"forwarding chain {list(chain)} leaves the primary path {list(path)}"
+            return self.report.fail("legitimate_propagation", r.node, msg, r)
+        forwarded = set(chain)
+        delta = self.f.ctx.delta
+        w = 2 * delta + 1
+        for i in range(max(1, len(path) - w + 1)):
+            window = path[i : i + w]
+            bypassed = [b for b in window if b not in forwarded]
+            if len(bypassed) > delta:
+                return self.report.fail(
+                    "legitimate_propagation",
+                    r.node,
+                    f"chain {list(chain)} bypasses {bypassed} (more than δ={delta}) in the "
+                    f"primary sub-path {list(window)}",
+                    r,
+                )
+        return False
+
+
+class DFTBounded(_DFTPlugin):
+    """``bounded_delivery`` (see the module doc): what is owed, met, or out of budget."""
+
+    names = ("bounded_delivery",)
+    kinds = frozenset({"publish", "deliver", "fault", "disconnect"})
+
+    def __init__(self, ledger: Ledger, report: Report) -> None:
+        super().__init__(ledger, report)
+        self.pending: dict[tuple[str, tuple[str, int]], TraceRecord] = {}
+        self.out_of_budget: set[tuple[str, str]] = set()
+        #: How many owed deliveries were seen made (non-vacuity).
+        self.met = 0
+
+    def observe(self, r: TraceRecord) -> bool:
+        kind = r.kind
+        if kind == "publish":
+            self._expect(r)
+        elif kind == "deliver":
+            d = r.detail
+            if self.pending.pop((f"{d.subscriber}/{d.connection}", (d.pubend, d.tick)), None):
+                self.met += 1
+        elif kind == "disconnect":
+            for k in [k for k in self.pending if self.f.subs[k[0]].closed]:
+                del self.pending[k]
+        else:
+            return self._on_fault(r)
+        return False
+
+    def _expect(self, r: TraceRecord) -> None:
         """Publication ``(source, n)`` must reach every subscription accepted untagged."""
-        for sub in self.subs.values():
+        f = self.f
+        source, attributes = r.detail.pubend, r.detail.attributes
+        n = len(f.pubs[source])
+        for sub in f.subs.values():
             if sub.closed or sub.accepted is None or sub.tags or sub.accepted > r.time:
                 continue
-            if not self.ctx.matches(sub.filter, attributes):
+            if not f.ctx.matches(sub.filter, attributes):
                 continue
-            if self.within_budget(source, sub.broker):
+            if f.within_budget(source, sub.broker):
                 self.pending[(sub.sid, (source, n))] = r
             else:
                 self.out_of_budget.add((source, sub.broker))
@@ -366,44 +428,111 @@ class DFTChecker:
     def _on_fault(self, r: TraceRecord) -> bool:
         f = r.detail
         if f.kind == "fail" and f.phase == "end":
-            return False  # the world's "fail" never heals: its broker stays failed
-        if f.kind in _HEALS or f.phase == "end":
-            if self._judge_pending(r, r.time - self.ctx.grace):
-                return True
-            if f.kind == "restart":
-                self.crashed.discard(f.target)
-            else:
-                self.failed.discard(frozenset(f.target.split("|")))
             return False
-        if f.kind in ("crash", "fail"):  # "fail": a broker that never restarts
-            self.crashed.add(f.target)
-        elif f.kind == "link_fail":
-            self.failed.add(frozenset(f.target.split("|")))
+        if f.kind in _HEALS or f.phase == "end":
+            return self._judge(r, r.time - self.f.ctx.grace)
         for k in list(self.pending):
             sid, (source, _) = k
-            if not self.within_budget(source, self.subs[sid].broker):
+            broker = self.f.subs[sid].broker
+            if not self.f.within_budget(source, broker):
                 del self.pending[k]
-                self.out_of_budget.add((source, self.subs[sid].broker))
-        return self.violation is not None
+                self.out_of_budget.add((source, broker))
+        return False
 
-    def _judge_pending(self, r: TraceRecord, upto: int) -> bool:
+    def _judge(self, r: TraceRecord, upto: int) -> bool:
         for (sid, key), rec in sorted(self.pending.items(), key=lambda kv: kv[1].seq):
             if rec.time > upto:
                 continue
-            return self._fail(
+            return self.report.fail(
                 "bounded_delivery",
                 sid,
-                f"{key} was not delivered while the failures within δ={self.ctx.delta} "
+                f"{key} was not delivered while the failures within δ={self.f.ctx.delta} "
                 f"persisted (judged at {r.kind} {r.detail!r})",
                 r,
-                (rec,),
+                events=(rec,),
             )
         return False
 
+    def finish(self, end: TraceRecord) -> bool:
+        return self._judge(end, end.time)
+
+
+DFT_PLUGINS: Final[tuple[type[Plugin], ...]] = (
+    DFTDeliveries,
+    DFTSafety,
+    DFTLegitimacy,
+    DFTBounded,
+)
+"""DFT's invariants as plug-ins over the shared ledger, in report order."""
+
+
+def _no_log(_persist: Any) -> None:
+    return None
+
+
+class DFTChecker:
+    """Every DFT invariant, online (``observe``) or over a recorded trace: the kit's
+    :class:`~gapless.invariants.checker.Checker` with :data:`DFT_PLUGINS` over a ledger
+    that keeps :class:`DFTFacts`. Also answers what tests and counters ask: ``subs``,
+    ``within_budget``, ``out_of_budget``, ``bounded_met``, ``publish_time``."""
+
+    def __init__(self, ctx: DFTContext, names: Iterable[str] = ()) -> None:
+        self.ctx = ctx
+        check_ctx = CheckContext(
+            subscriptions=(),
+            cell_of={},
+            cell_tree=(),
+            pubend_host={},
+            merged=(),
+            roles={},
+            min_repetition_us=1,
+            matches=ctx.matches,
+            logged=_no_log,
+            payload_attributes=_no_log,
+            protocol_facts=lambda: DFTFacts(ctx),
+        )
+        chosen = [n for n in names if n in DFT_INVARIANTS]
+        self.checker = Checker(check_ctx, chosen, plugins=DFT_PLUGINS)
+        self.facts: DFTFacts = self.checker.ledger.proto
+        self.on = self.checker.on
+        self._bounded = next((p for p in self.checker.plugins if isinstance(p, DFTBounded)), None)
+
+    @property
+    def violation(self) -> Violation | None:
+        """The first violation found, if any."""
+        return self.checker.violation
+
+    @property
+    def subs(self) -> dict[str, _Sub]:
+        return self.facts.subs
+
+    @property
+    def out_of_budget(self) -> set[tuple[str, str]]:
+        """(source, subscriber's broker) pairs judged on safety alone."""
+        return set() if self._bounded is None else self._bounded.out_of_budget
+
+    @property
+    def bounded_met(self) -> int:
+        """How many owed deliveries ``bounded_delivery`` saw made (non-vacuity)."""
+        return 0 if self._bounded is None else self._bounded.met
+
+    def within_budget(self, source: str, broker: str) -> bool:
+        return self.facts.within_budget(source, broker)
+
+    def publish_time(self, pubend: str, tick: int) -> int | None:
+        return self.facts.publish_time(pubend, tick)
+
+    def restrict(self, names: Iterable[str]) -> None:
+        """From now on judge only ``names``; a violation already found stands."""
+        self.checker.restrict(names)
+
+    def observe(self, r: TraceRecord) -> bool:
+        """Judge one record; True once a violation has been found."""
+        return self.checker.observe(r)
+
     def finish(self, r_end: TraceRecord) -> Violation | None:
         """Judge what is still owed at the end of the run (after it drained)."""
-        self._judge_pending(r_end, r_end.time)
-        return self.violation
+        return self.checker.finish(r_end)
 
 
 def check_dft_trace(

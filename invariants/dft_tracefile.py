@@ -18,7 +18,8 @@ Format ``gapless-trace``, version 2, ``"protocol": "dft"`` (UTF-8, one JSON obje
     ``{"detector", "counter", "pnodes"}``);
   - ``send``: ``{"to", "msg"}``; ``receive``: ``{"sender", "msg"}`` — ``msg`` is the whole
     message (the invariants read trails and tags), ``{"type": "SubMsg" | "SubConfirm" |
-    "PubMsg" | "PubConfirm" | "PartitionInfo", ...its fields}``;
+    "PubMsg" | "PubConfirm" | "PartitionInfo" | "SyncStart" | "SyncSummary" | "SyncTransfer",
+    ...its fields}``;
   - ``deliver``: ``{"subscriber", "connection", "pubend", "tick", "attributes"}``;
   - ``fault``: ``{"kind", "target", "phase"}``;
 * the last line, the end record ``{"end": {"records": N, "sha256": HEX}}`` — as in guaranteed
@@ -52,6 +53,9 @@ from gapless.impl.dft.messages import (
     PubMsg,
     SubConfirm,
     SubMsg,
+    SyncStart,
+    SyncSummary,
+    SyncTransfer,
     wire,
 )
 from gapless.impl.dft.tree import PrimaryTree
@@ -68,7 +72,17 @@ PROTOCOL: Final = "dft"
 VERSION: Final = 2
 KEPT: Final = ("connect", "disconnect", "publish", "persist", "send", "receive", "deliver", "fault")
 _MESSAGES: Final[Mapping[str, type]] = {
-    t.__name__: t for t in (SubMsg, SubConfirm, PubMsg, PubConfirm, PartitionInfo)
+    t.__name__: t
+    for t in (
+        SubMsg,
+        SubConfirm,
+        PubMsg,
+        PubConfirm,
+        PartitionInfo,
+        SyncStart,
+        SyncSummary,
+        SyncTransfer,
+    )
 }
 
 _conv = cattrs.Converter(unstruct_collection_overrides={Set: list})

@@ -18,7 +18,9 @@ what they need is the same for every protocol, so it is kept once, in a :class:`
 * the acknowledgements on the wire: per pair of cells the highest ``ack(T)``, and per pubend
   the highest ack its host received [GD §3.1];
 * the topology as plain data (cells below a cell, SHBs below a cell) and the reference filter
-  evaluator with a cache (:meth:`Ledger.matches`).
+  evaluator with a cache (:meth:`Ledger.matches`);
+* a protocol's own shared facts, when its context brings them (``protocol_facts``, kept as
+  :attr:`Ledger.proto`: DFT's acceptances and forwarding trails, for instance).
 
 A *plug-in* (:class:`Plugin`) owns one or more invariant names, declares the record kinds it
 reads, judges each such record (:meth:`Plugin.observe`) and, after a healed and drained run,
@@ -105,6 +107,10 @@ class CheckContext:
     #: every message one ``Persist`` logs, for a protocol whose writes may hold several
     #: (GD's group commit [GD §4.1]); None: each write logs at most one, as ``logged`` says
     logged_batch: Callable[[Persist], tuple[tuple[str, int, Mapping[str, Any]], ...]] | None = None
+    #: a protocol's own shared facts (None: none): built once per ledger as
+    #: :attr:`Ledger.proto`, an object whose ``facts()`` maps record kinds to the methods
+    #: adding that kind's facts; the ledger adds them after its own, before plug-ins judge
+    protocol_facts: Callable[[], Any] | None = None
 
     def logged_all(self, persist: Persist) -> tuple[tuple[str, int, Mapping[str, Any]], ...]:
         """``(pubend, tick, attributes)`` of every message ``persist`` logs, in order."""
@@ -229,13 +235,15 @@ class Ledger:
         self._shbs_below: dict[str, tuple[str, ...]] = {}
         self._match_cache: dict[tuple[str, str, int], bool] = {}
         self._pt_cache: dict[tuple[str, int], int | None] = {}
+        #: the protocol's own shared facts (``CheckContext.protocol_facts``), or None
+        self.proto: Any = None if ctx.protocol_facts is None else ctx.protocol_facts()
 
     # ------------------------------------------------------------------ feeding
 
     def facts(self) -> dict[str, Callable[[TraceRecord], None]]:
         """Per record kind, the method that adds that kind's facts (a delivery's excepted:
         :meth:`record_deliveries`); the checker calls it before the plug-ins judge."""
-        return {
+        own: dict[str, Callable[[TraceRecord], None]] = {
             "send": self._on_send,
             "publish": self._on_publish,
             "persist": self._on_persist,
@@ -243,6 +251,12 @@ class Ledger:
             "connect": self._on_connect,
             "disconnect": self._on_disconnect,
         }
+        if self.proto is None:
+            return own
+        for kind, add in self.proto.facts().items():
+            first = own.get(kind)
+            own[kind] = add if first is None else _both(first, add)
+        return own
 
     def observe(self, r: TraceRecord) -> None:
         """Add the facts of a record that is not a delivery (before it is judged)."""
@@ -383,6 +397,16 @@ class Ledger:
             got = tuple(sorted(out))
             self._shbs_below[cell] = got
         return got
+
+
+def _both(
+    first: Callable[[TraceRecord], None], then: Callable[[TraceRecord], None]
+) -> Callable[[TraceRecord], None]:
+    def add(r: TraceRecord) -> None:
+        first(r)
+        then(r)
+
+    return add
 
 
 class Plugin:

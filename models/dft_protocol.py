@@ -8,10 +8,10 @@ Everything the kit needs of DFT, gathered from its own modules: the roles and co
 (:mod:`gapless.models.dft_binding`), the checker (:mod:`gapless.invariants.dft`) and the
 wire summary (:class:`gapless.impl.dft.messages.DFTWire`).
 
-Fault kinds: link failures, and subscriber disconnects (a reconnect is a new connection,
+Fault kinds: link failures, subscriber disconnects (a reconnect is a new connection,
 hence a new subscription issued mid-run — during a partition, the case tags exist for
-[DFT §V-C]). A crashed broker restarts in the world, and full recovery of a restarted broker
-[DFT §VIII-B] is not built yet (``spec/dft.md``). Beyond δ failures on
+[DFT §V-C]) and broker crashes (the world restarts the broker; it goes through full
+recovery [DFT §VIII-B], ``gapless.impl.dft.recovery``). Beyond δ failures on
 a primary sub-path the run is judged on safety alone (``out_of_budget``).
 
 Scenario: ``dft-gap-s1`` (:mod:`gapless.models.dft_scenarios`), the §I gap on Figure 1's
@@ -60,7 +60,7 @@ ENTRY: Final = ProtocolEntry(
     topologies=TOPOLOGIES,
     default_topology="dft-fig1",
     scenarios=SCENARIOS,
-    fault_kinds=("link_fail", "disconnect"),
+    fault_kinds=("link_fail", "disconnect", "crash"),
     invariants=DFT_INVARIANTS,
     safety_invariants=DFT_SAFETY,
     context=check_context,

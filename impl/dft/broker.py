@@ -11,21 +11,26 @@ input                     handler                                               
 ========================  =====================================================  ==========
 LinkChanged               sessions.on_link_changed (failure detector)            §II, §IV
 Receive(SubMsg)           subscriptions.on_sub (ProcessArrivedSub)               Figure 5
-Receive(SubConfirm)       subscriptions.on_sub_confirm                           Figure 5
+Receive(SubConfirm)       recovery.on_sub_confirm (subscriptions', or a sync's)  Figure 5
+Receive(SyncStart)        recovery.on_sync_start (steps i-ii)                    §VIII-A
+Receive(SyncSummary)      recovery.on_sync_summary (step iii)                    §VIII-A
+Receive(SyncTransfer)     recovery.on_sync_transfer (step iv)                    §VIII-A
 Receive(PubMsg)           publications.on_pub (OnPubReceive)                     Figure 8
 Receive(PubConfirm)       publications.on_pub_confirm                            Figure 8
 Receive(PartitionInfo)    partitions.on_partition_info                           §IV
 Publish                   publications.on_publish (a local publisher)            §VI
 Connect                   a local subscriber issues subscription ``sub/conn``    §V
 Disconnect                its subscriptions stop being delivered                 —
+Restart                   ask its sessions for partial recoveries                §VIII-B
 ========================  =====================================================  ==========
 
 A message of an unknown type, or a ``Publish`` for another broker, is a ``Rejected``
 effect (network input never raises). Any other input is ignored (same state, no effects).
-Time is not used: the protocol is driven by its inputs only. A crash loses the soft state;
-full recovery of a restarted broker [DFT §VIII-B] is not modelled yet (``spec/dft.md``), so
-:func:`crash` returns a broker with the tree and its neighbourhood (stable storage
-[DFT §VIII-B]) and nothing else.
+Time is not used: the protocol is driven by its inputs only. A crash loses the soft state:
+:func:`crash` returns a broker with only what stable storage keeps [DFT §VIII-B] — the tree
+and its neighbourhood, its incarnation number (one more) and the count of its local
+publications — not yet restored: its neighbours bring it back by partial recoveries
+(:mod:`gapless.impl.dft.recovery`).
 """
 
 from __future__ import annotations
@@ -34,13 +39,31 @@ from collections.abc import Callable
 from typing import Any
 
 import attrs
+from pyrsistent import pmap, pvector
 
-from gapless.impl.dft import partitions, publications, subscriptions
-from gapless.impl.dft.messages import PartitionInfo, PubConfirm, PubMsg, SubConfirm, SubMsg
+from gapless.impl.dft import partitions, publications, recovery, subscriptions
+from gapless.impl.dft.messages import (
+    PartitionInfo,
+    PubConfirm,
+    PubMsg,
+    SubConfirm,
+    SubMsg,
+    SyncStart,
+    SyncSummary,
+    SyncTransfer,
+)
 from gapless.impl.dft.sessions import on_link_changed
-from gapless.impl.dft.state import BrokerState, new_broker
-from gapless.impl.effects import Effect, Rejected
-from gapless.impl.inputs import Connect, Disconnect, Input, LinkChanged, Publish, Receive
+from gapless.impl.dft.state import BrokerState, SyncState, new_broker
+from gapless.impl.effects import Effect, Rejected, Send
+from gapless.impl.inputs import (
+    Connect,
+    Disconnect,
+    Input,
+    LinkChanged,
+    Publish,
+    Receive,
+    Restart,
+)
 
 __all__ = ["crash", "handle", "on_connect", "on_disconnect", "on_receive"]
 
@@ -48,10 +71,13 @@ Step = tuple[BrokerState, tuple[Effect, ...]]
 
 _RECEIVE: dict[type, Callable[[BrokerState, str, Any], Step]] = {
     SubMsg: subscriptions.on_sub,
-    SubConfirm: subscriptions.on_sub_confirm,
+    SubConfirm: recovery.on_sub_confirm,
     PubMsg: publications.on_pub,
     PubConfirm: publications.on_pub_confirm,
     PartitionInfo: partitions.on_partition_info,
+    SyncStart: recovery.on_sync_start,
+    SyncSummary: recovery.on_sync_summary,
+    SyncTransfer: recovery.on_sync_transfer,
 }
 
 
@@ -94,12 +120,23 @@ def _on_link(state: BrokerState, inp: LinkChanged) -> Step:
     return on_link_changed(state, inp)
 
 
+def _on_restart(state: BrokerState, inp: Restart) -> Step:
+    """The restart [DFT §VIII-B]: ask every session its crashed state counts active for a
+    partial recovery (step i). The failure detector's reports follow: a session found down
+    then is lost like any other — a partition this broker detects, whose pid tags what it
+    accepts meanwhile [DFT §III-V]."""
+    if state.restored or not state.syncing:
+        return state, ()
+    return state, tuple(Send(to=x, msg=SyncStart(recovering=True)) for x in sorted(state.syncing))
+
+
 _HANDLERS: dict[type, Callable[[BrokerState, Any], Step]] = {
     Receive: on_receive,
     LinkChanged: _on_link,
     Publish: _on_publish,
     Connect: on_connect,
     Disconnect: on_disconnect,
+    Restart: _on_restart,
 }
 
 
@@ -112,5 +149,24 @@ def handle(state: BrokerState, inp: Input, now: int) -> Step:
 
 
 def crash(state: BrokerState) -> BrokerState:
-    """The broker after a crash: its tree and neighbourhood survive, nothing is reachable."""
-    return new_broker(state.me, state.tree, state.config, state.policy, reachable=False)
+    """The broker after a crash: stable storage survives (tree, neighbourhood, incarnation,
+    local publication count, its own unconfirmed publications); it restarts believing its
+    primary neighbours reachable and their sessions active but not yet recovered (so a
+    neighbour found unreachable at the restart makes a partition, as for a running
+    broker), its full recovery ahead
+    [DFT §VIII-B]. Its stamps restart above those of every earlier incarnation — unless
+    the ``forget-stamps`` bug restarts them at zero [DFT §VII]."""
+    policy = state.policy
+    fresh = new_broker(state.me, state.tree, state.config, policy)
+    incarnation = state.incarnation + 1
+    sync = policy.sync_on_activation
+    return attrs.evolve(
+        fresh,
+        incarnation=incarnation,
+        stamp=incarnation << 32 if policy.durable_stamps else 0,
+        published=state.published,
+        unsent=pvector(q for q in state.queue if q.msg.source == state.me) if sync else pvector(),
+        restored=not sync,
+        syncing=pmap(dict.fromkeys(fresh.active, SyncState())) if sync else pmap(),
+        fwd=frozenset() if sync else fresh.fwd,
+    )

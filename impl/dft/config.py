@@ -105,6 +105,12 @@ class DFTPolicy:
     #: Local delivery only when the publication's tags and the confirmation tags are
     #: disjoint [Figure 8 lines 32-38].
     check_tags_on_delivery: bool = True
+    #: A newly activated session starts a partial recovery, the broker acting as sync-point
+    #: [DFT §VIII-A]; a restarted broker is brought back by its neighbours' [DFT §VIII-B].
+    sync_on_activation: bool = True
+    #: A restarted broker's stamps continue above every stamp of its earlier incarnations
+    #: (the incarnation number is kept on stable storage) [DFT §VII, §VIII-B].
+    durable_stamps: bool = True
 
     def dpt(self, config: DFTConfig) -> int:
         """The partition-table radius this policy uses."""

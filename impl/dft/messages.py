@@ -37,6 +37,9 @@ __all__ = [
     "PubMsg",
     "SubConfirm",
     "SubMsg",
+    "SyncStart",
+    "SyncSummary",
+    "SyncTransfer",
     "wire",
 ]
 
@@ -113,7 +116,49 @@ class PartitionInfo:
     pid: Pid
 
 
-WIRE_KINDS: Final = ("sub", "sub_confirm", "pub", "pub_confirm", "partition_info")
+@final
+@attrs.frozen(kw_only=True)
+class SyncStart:
+    """Partial recovery, step (i): the sender's session to the receiver is now active and
+    the sender is its sync-point [DFT §VIII-A]. ``recovering``: the sender restarted and
+    asks the receiver to be its sync-point too [DFT §VIII-B]."""
+
+    recovering: bool = False
+
+
+@final
+@attrs.frozen(kw_only=True)
+class SyncSummary:
+    """Partial recovery, step (ii): the ids of the subscriptions the recovering broker has
+    accepted (its SRT) [DFT §VIII-A]."""
+
+    sids: frozenset[str] = frozenset()
+
+
+@final
+@attrs.frozen(kw_only=True)
+class SyncTransfer:
+    """Partial recovery, step (iii): the sync-point's accepted subscriptions missing at the
+    recovering broker [DFT §VIII-A]. ``subs``: those the recovering broker is downstream of,
+    each as SendSubTo would send it (Figure 5); ``upstream``: those whose source lies beyond
+    the recovering broker — the sync-point routes their publications through it — with the
+    trail cut to the brokers before it. Sent even when empty, so the recovering broker
+    knows this sync-point is done."""
+
+    subs: tuple[SubMsg, ...] = ()
+    upstream: tuple[SubMsg, ...] = ()
+
+
+WIRE_KINDS: Final = (
+    "sub",
+    "sub_confirm",
+    "pub",
+    "pub_confirm",
+    "partition_info",
+    "sync_start",
+    "sync_summary",
+    "sync_transfer",
+)
 
 
 @final
@@ -153,4 +198,10 @@ def wire(msg: Any) -> DFTWire | None:
         return DFTWire(kind="pub_confirm", key=msg.key)
     if isinstance(msg, PartitionInfo):
         return DFTWire(kind="partition_info", key=msg.pid, source=msg.pid.detector)
+    if isinstance(msg, SyncStart):
+        return DFTWire(kind="sync_start", key=None)
+    if isinstance(msg, SyncSummary):
+        return DFTWire(kind="sync_summary", key=len(msg.sids))
+    if isinstance(msg, SyncTransfer):
+        return DFTWire(kind="sync_transfer", key=tuple(s.sid for s in (*msg.subs, *msg.upstream)))
     return None

@@ -21,6 +21,10 @@ Forwarding has five steps: queueing, barrier checking, matching, routing and cle
   the sequence vector is extended first). With no active session on that path (a barrier),
   or only one that would make p's propagation illegitimate [DFT §VII], the neighbour towards
   the source stays in Out_p, and p waits for it.
+* *recovery* — publications use ``state.fwd``: the active sessions minus those whose partial
+  recovery is not over (Figure 8's OnSessionActivated runs "upon activation of a session to X
+  *and after recovery*"); a restarted broker holds what arrives until its full recovery is
+  over [DFT §VIII] (:mod:`gapless.impl.dft.recovery`).
 * *cleanup* — :func:`on_pub_confirm` (lines 19-27): each confirmation removes its sender
   from Out_p; with Out_p empty p leaves the queue and B confirms to every sender.
 
@@ -45,14 +49,14 @@ from pyrsistent import PMap, pmap, pvector
 
 from gapless.impl.dft.messages import PubConfirm, PubMsg
 from gapless.impl.dft.partitions import publication_tags
-from gapless.impl.dft.routing import route, toward
+from gapless.impl.dft.routing import route
 from gapless.impl.dft.seqvec import extend, is_duplicate, observe
 from gapless.impl.dft.state import BrokerState, QueuedPub
 from gapless.impl.effects import Deliver, Effect, Send
 from gapless.impl.filters import parse_filter
 from gapless.impl.inputs import Publish
 
-__all__ = ["on_pub", "on_pub_confirm", "on_publish", "reroute"]
+__all__ = ["on_pub", "on_pub_confirm", "on_publish", "replay", "reroute", "resend"]
 
 Step = tuple[BrokerState, tuple[Effect, ...]]
 Hops = PMap[str, frozenset[str]]
@@ -76,11 +80,17 @@ def on_publish(state: BrokerState, inp: Publish) -> Step:
     """A local publisher's publication: numbered, then processed like an arrival."""
     number = state.published + 1
     msg = PubMsg(source=state.me, number=number, attributes=inp.attributes)
-    return _process(attrs.evolve(state, published=number), None, msg)
+    state = attrs.evolve(state, published=number)
+    if not state.restored:
+        return attrs.evolve(state, held=state.held.append((None, msg))), ()
+    return _process(state, None, msg)
 
 
 def on_pub(state: BrokerState, sender: str, msg: PubMsg) -> Step:
-    """OnPubReceive (lines 1-18)."""
+    """OnPubReceive (lines 1-18). A restarted broker whose full recovery is not over holds
+    the publication until it is (its SRT is still being rebuilt) [DFT §VIII-B]."""
+    if not state.restored:
+        return attrs.evolve(state, held=state.held.append((sender, msg))), ()
     if is_duplicate(state.high, msg.seqvec):
         for i, q in enumerate(state.queue):
             if q.msg.key == msg.key:
@@ -90,12 +100,27 @@ def on_pub(state: BrokerState, sender: str, msg: PubMsg) -> Step:
     return _process(state, sender, msg)
 
 
+def replay(state: BrokerState, sender: str | None, msg: PubMsg) -> Step:
+    """A held publication, once a restarted broker is restored [DFT §VIII-B]: a local one
+    (``sender`` None) is processed, a received one handled as on arrival."""
+    if sender is None:
+        return _process(state, None, msg)
+    return on_pub(state, sender, msg)
+
+
+def resend(state: BrokerState, q: QueuedPub) -> Step:
+    """One of this broker's own publications that was unconfirmed when it crashed (kept on
+    stable storage with its stamp), processed again once it is restored: brokers that had
+    a copy recognise the stamp as a duplicate [DFT §VII]."""
+    return _process(state, None, q.msg, stamp=q.stamp)
+
+
 def _another_copy(state: BrokerState, i: int, q: QueuedPub, sender: str, msg: PubMsg) -> Step:
     """A duplicate of queued entry ``i``: its sender is another sender (line 8). If ``q``
     waits for some target, the new copy's path may allow a legitimate hop the first copy's
     did not: adopt its trail (and its stamps) and route the waiting targets again."""
     q = attrs.evolve(q, senders=q.senders | {sender})
-    waiting = [h for h in q.hops if h not in state.active]
+    waiting = [h for h in q.hops if h not in state.fwd]
     if not waiting or msg.trail == q.msg.trail:
         return attrs.evolve(state, queue=state.queue.set(i, q)), ()
     stamps = dict(q.msg.seqvec)
@@ -103,7 +128,7 @@ def _another_copy(state: BrokerState, i: int, q: QueuedPub, sender: str, msg: Pu
     vec = tuple(sorted(stamps.items(), key=lambda e: -state.tree.distance(e[0], state.me)))
     q = attrs.evolve(q, msg=attrs.evolve(q.msg, trail=msg.trail, seqvec=vec))
     targets = {z for h in waiting for z in q.hops[h]}
-    base = pmap({h: zs for h, zs in q.hops.items() if h in state.active})
+    base = pmap({h: zs for h, zs in q.hops.items() if h in state.fwd})
     q, sends = _assign(state, q, targets, base, list(state.queue)[:i])
     return attrs.evolve(state, queue=state.queue.set(i, q)), tuple(sends)
 
@@ -127,25 +152,32 @@ def _local_deliveries(state: BrokerState, msg: PubMsg, sid: str) -> tuple[Effect
     )
 
 
-def _process(state: BrokerState, sender: str | None, msg: PubMsg) -> Step:
-    """Lines 9-18: queue, tag, match, deliver locally, route."""
+def _process(state: BrokerState, sender: str | None, msg: PubMsg, stamp: int | None = None) -> Step:
+    """Lines 9-18: queue, tag, match, deliver locally, route; stamped with the next stamp,
+    or ``stamp`` for a publication of this broker's re-sent after a restart."""
     me, tree = state.me, state.tree
     msg = attrs.evolve(msg, tags=msg.tags | publication_tags(state, msg.source))
     effects: list[Effect] = []
     targets: set[str] = set()
+    verdicts: dict[str, bool] = {}  # each distinct filter evaluated once per publication
+    back = None if msg.source == me else tree.next_hop(me, msg.source)
     for sid in sorted(state.srt):
         sub = state.srt[sid].sub
-        if not parse_filter(sub.filter).matches(msg.attributes):
+        hit = verdicts.get(sub.filter)
+        if hit is None:
+            hit = verdicts[sub.filter] = parse_filter(sub.filter).matches(msg.attributes)
+        if not hit:
             continue
         if sub.source == me:
             effects += _local_deliveries(state, msg, sid)
-        elif toward(tree, me, msg.source, sub.source):
+        elif back is None or tree.next_hop(me, sub.source) != back:  # toward [DFT §VI]
             targets.add(sub.source)
-    stamp = state.stamp + 1
+    if stamp is None:
+        stamp = state.stamp + 1
+        state = attrs.evolve(state, stamp=stamp)
     senders = frozenset() if sender is None else frozenset({sender})
     q = QueuedPub(msg=msg, stamp=stamp, senders=senders, hops=pmap())
     q, sends = _assign(state, q, targets, pmap(), state.queue)
-    state = attrs.evolve(state, stamp=stamp)
     effects += sends
     if not q.hops:
         return state, (*effects, *_confirm(q))
@@ -158,7 +190,7 @@ def _held(state: BrokerState, older: Iterable[QueuedPub], source: str, z: str) -
     for o in older:
         if o.msg.source == source:
             for h, zs in o.hops.items():
-                if z in zs and h not in state.active:
+                if z in zs and h not in state.fwd:
                     return h
     return None
 
@@ -182,12 +214,12 @@ def _assign(
     for z in sorted(targets):
         r = _held(state, older, q.msg.source, z)
         if r is None:
-            r = route(tree, me, state.active, z, q.msg.trail, state.config.delta)
+            r = route(tree, me, state.fwd, z, q.msg.trail, state.config.delta)
         if r is None:
             r = _waiting_hop(state, q.hops, z)
             if r is None:
                 continue
-        elif r in state.active and r not in hops:
+        elif r in state.fwd and r not in hops:
             sends.append(_outgoing(state, q, r))
         hops[r] = hops.get(r, frozenset()) | {z}
     return attrs.evolve(q, hops=pmap(hops)), sends
@@ -226,9 +258,9 @@ def on_pub_confirm(state: BrokerState, sender: str, msg: PubConfirm) -> Step:
 
 def reroute(state: BrokerState, before: frozenset[str]) -> Step:
     """OnSessionActivated (lines 39-48) for every unconfirmed publication, in queue order;
-    ``before`` is the active set before the change. Hops still active keep their copy;
-    the sources of every other hop are routed afresh."""
-    live = before & state.active
+    ``before`` is the set of sessions publications could use (``fwd``) before the change.
+    Hops still usable keep their copy; the sources of every other hop are routed afresh."""
+    live = before & state.fwd
     effects: list[Effect] = []
     kept: list[QueuedPub] = []
     changed = False

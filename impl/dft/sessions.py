@@ -16,8 +16,13 @@ When the active set changes, in this order [DFT §IV-VI]:
    announced within DPT (:func:`~gapless.impl.dft.partitions.detect`);
 2. unconfirmed subscriptions update Out_s (Figure 5 OnSessionActivated,
    :func:`~gapless.impl.dft.subscriptions.reroute`);
-3. queued publications update Out_p (Figure 8 OnSessionActivated,
-   :func:`~gapless.impl.dft.publications.reroute`).
+3. every newly active session starts a partial recovery, this broker its sync-point
+   (:func:`~gapless.impl.dft.recovery.start`, [DFT §VIII-A]); until it is over, publications
+   do not use that session (``fwd``);
+4. queued publications update Out_p over ``fwd`` (Figure 8 OnSessionActivated,
+   :func:`~gapless.impl.dft.publications.reroute`);
+5. a restarted broker checks whether its full recovery is over
+   (:func:`~gapless.impl.dft.recovery.check_restored`, [DFT §VIII-B]).
 
 A report that changes nothing, or concerns a broker outside the neighbourhood (the world may
 report every overlay link it has), returns the same state and no effects.
@@ -27,7 +32,7 @@ from __future__ import annotations
 
 import attrs
 
-from gapless.impl.dft import partitions, publications, subscriptions
+from gapless.impl.dft import partitions, publications, recovery, subscriptions
 from gapless.impl.dft.routing import active_sessions
 from gapless.impl.dft.state import BrokerState
 from gapless.impl.effects import Effect
@@ -42,12 +47,15 @@ def on_link_changed(state: BrokerState, inp: LinkChanged) -> tuple[BrokerState, 
     if x not in state.hood or (x in state.established) == inp.up:
         return state, ()
     est = state.established | {x} if inp.up else state.established - {x}
-    before = state.active
+    before, before_fwd = state.active, state.fwd
     act = active_sessions(state.tree, state.me, est)
     state = attrs.evolve(state, established=est, active=act)
     lost = before - act
     gained = act - before
     state, e1 = partitions.detect(state, lost)
+    state, e0 = recovery.start(state, gained)
+    state = recovery.with_fwd(state)
     state, e2 = subscriptions.reroute(state, gained)
-    state, e3 = publications.reroute(state, before)
-    return state, (*e1, *e2, *e3)
+    state, e3 = publications.reroute(state, before_fwd)
+    state, e4 = recovery.check_restored(state)
+    return state, (*e1, *e0, *e2, *e3, *e4)

@@ -21,6 +21,15 @@ One frozen value per broker [DFT §II-VIII]; the handlers in
 * ``high`` and ``stamp`` — duplicate detection [DFT §VII]; ``published`` — the count of
   publications issued at this broker (their per-source numbers).
 * ``local`` — this broker's subscribers: sid -> (subscriber, connection).
+* Recovery [DFT §VIII] (:mod:`gapless.impl.dft.recovery`): ``syncing`` — the brokers this
+  broker is sync-point for, whose partial recovery is not over; ``fwd`` — the active
+  sessions publications may use: those over the established sessions minus ``syncing``
+  (publications go to a newly activated session only "after recovery", Figure 8 l. 40);
+  ``incarnation`` — how many times this broker restarted (stable storage); ``restored`` —
+  False from a restart until its full recovery is over; ``synced_from`` — the sync-points
+  whose transfer it has received since the restart; ``held`` — publications that arrived
+  (or were published here) before then, processed once it is restored; ``unsent`` — its
+  own publications that were unconfirmed at the crash (stable storage), re-sent first.
 """
 
 from __future__ import annotations
@@ -34,7 +43,7 @@ from gapless.impl.dft.config import PAPER_POLICY, DFTConfig, DFTPolicy
 from gapless.impl.dft.messages import Pid, PubMsg, SubMsg
 from gapless.impl.dft.tree import PrimaryTree
 
-__all__ = ["Accepted", "BrokerState", "PendingSub", "QueuedPub", "new_broker"]
+__all__ = ["Accepted", "BrokerState", "PendingSub", "QueuedPub", "SyncState", "new_broker"]
 
 
 @final
@@ -71,6 +80,18 @@ class QueuedPub:
 
 @final
 @attrs.frozen(kw_only=True)
+class SyncState:
+    """This broker as sync-point for one recovering broker [DFT §VIII-A]: ``known`` — the
+    sids the recovering broker reported or was sent; ``waiting`` — those sent and not yet
+    confirmed; ``summarised`` — whether the summary (step ii) has arrived."""
+
+    known: frozenset[str] = frozenset()
+    waiting: frozenset[str] = frozenset()
+    summarised: bool = False
+
+
+@final
+@attrs.frozen(kw_only=True)
 class BrokerState:
     """One DFT broker (see the module doc)."""
 
@@ -91,6 +112,13 @@ class BrokerState:
     stamp: int = 0
     published: int = 0
     local: PMap[str, tuple[str, int]] = attrs.field(factory=pmap)
+    syncing: PMap[str, SyncState] = attrs.field(factory=pmap)
+    fwd: frozenset[str] = frozenset()
+    incarnation: int = 0
+    restored: bool = True
+    synced_from: frozenset[str] = frozenset()
+    held: PVector[tuple[str | None, PubMsg]] = attrs.field(factory=pvector)
+    unsent: PVector[QueuedPub] = attrs.field(factory=pvector)
 
 
 def new_broker(
@@ -109,5 +137,12 @@ def new_broker(
     est = hood if reachable else frozenset()
     act = frozenset(tree.neighbours(me)) if reachable else frozenset()
     return BrokerState(
-        me=me, config=cfg, policy=policy, tree=tree, hood=hood, established=est, active=act
+        me=me,
+        config=cfg,
+        policy=policy,
+        tree=tree,
+        hood=hood,
+        established=est,
+        active=act,
+        fwd=act,
     )

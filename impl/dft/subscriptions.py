@@ -10,7 +10,7 @@ A broker B processes arrived subscriptions in order [DFT §V-A]:
   sessions downstream of the subscription's path whose hop keeps its propagation legitimate
   [DFT §VII]; with Out_s empty (an edge broker) s is
   accepted and confirmed at once (line 5); else s goes to every X in Out_s
-  (:func:`_send_sub`, SendSubTo, lines 19-25: tagged with every known pid X is beyond).
+  (:func:`send_sub`, SendSubTo, lines 19-25: tagged with every known pid X is beyond).
 * :func:`on_sub_confirm` (lines 12-17): the sender leaves Out_s, its tags join s's; with
   Out_s empty B accepts s and confirms.
 * :func:`_accept` (AcceptAndConfirm, lines 27-37): s enters the SRT (at its source, with
@@ -39,12 +39,12 @@ from gapless.impl.dft.routing import downstream, legitimate
 from gapless.impl.dft.state import Accepted, BrokerState, PendingSub
 from gapless.impl.effects import Effect, Persist, Send
 
-__all__ = ["on_sub", "on_sub_confirm", "reroute"]
+__all__ = ["on_sub", "on_sub_confirm", "onward", "reroute", "send_sub"]
 
 Step = tuple[BrokerState, tuple[Effect, ...]]
 
 
-def _send_sub(state: BrokerState, sub: SubMsg, to: str) -> Send:
+def send_sub(state: BrokerState, sub: SubMsg, to: str) -> Send:
     """SendSubTo (lines 19-25)."""
     tags = subscription_tags(state, sub, to)
     return Send(to=to, msg=attrs.evolve(sub, trail=(*sub.trail, state.me), tags=tags))
@@ -69,7 +69,7 @@ def _island_copies(
     return tuple(Send(to=x, msg=copy) for x in targets)
 
 
-def _onward(state: BrokerState, sub: SubMsg, x: str) -> bool:
+def onward(state: BrokerState, sub: SubMsg, x: str) -> bool:
     """Is active session ``x`` downstream for ``sub``, and is the hop legitimate [DFT §VII]?"""
     tree, me = state.tree, state.me
     return downstream(tree, me, sub.source, x) and legitimate(
@@ -94,7 +94,7 @@ def on_sub(state: BrokerState, sender: str | None, sub: SubMsg) -> Step:
         if sender is None:
             return state, ()
         return state, (Send(to=sender, msg=SubConfirm(sid=sid, tags=state.srt[sid].conf_tags)),)
-    outs = frozenset(x for x in state.active if _onward(state, sub, x))
+    outs = frozenset(x for x in state.active if onward(state, sub, x))
     senders = frozenset() if sender is None else frozenset({sender})
     if not outs:
         return _accept(state, sub, senders, frozenset())
@@ -104,7 +104,7 @@ def on_sub(state: BrokerState, sender: str | None, sub: SubMsg) -> Step:
         pending=state.pending.set(sid, pending),
         pending_order=state.pending_order.append(sid),
     )
-    return state, tuple(_send_sub(state, sub, x) for x in sorted(outs))
+    return state, tuple(send_sub(state, sub, x) for x in sorted(outs))
 
 
 def on_sub_confirm(state: BrokerState, sender: str, msg: SubConfirm) -> Step:
@@ -153,11 +153,11 @@ def reroute(state: BrokerState, gained: frozenset[str]) -> Step:
         added = frozenset(
             x
             for x in gained
-            if _onward(state, p.sub, x)
+            if onward(state, p.sub, x)
             and any(x in tree.path(me, y) or y in tree.path(me, x) for y in removed)
         )
         outs = (p.outs - removed) | added
-        effects += [_send_sub(state, p.sub, x) for x in sorted(added)]
+        effects += [send_sub(state, p.sub, x) for x in sorted(added)]
         if outs:
             p = attrs.evolve(p, outs=outs)
             state = attrs.evolve(state, pending=state.pending.set(sid, p))

@@ -72,6 +72,24 @@ VARIANTS: Final[dict[str, Variant]] = {
             "delivered.",
         ),
         Variant(
+            name="forget-stamps",
+            policy=attrs.evolve(PAPER_POLICY, durable_stamps=False),
+            caught_by=("bounded_delivery", "gapless"),
+            needs=("crash",),
+            summary="A restarted broker restarts its sequence-vector stamps at zero "
+            "[DFT §VII, §VIII-B]: brokers that remember its old stamps take its new "
+            "publications for duplicates and drop them.",
+        ),
+        Variant(
+            name="no-sync",
+            policy=attrs.evolve(PAPER_POLICY, sync_on_activation=False),
+            caught_by=("bounded_delivery",),
+            needs=("crash",),
+            summary="No partial recovery on session activation [DFT §VIII]: a restarted "
+            "broker comes back with an empty SRT and filters out the publications it should "
+            "forward.",
+        ),
+        Variant(
             name="deliver-tagged",
             policy=attrs.evolve(PAPER_POLICY, check_tags_on_delivery=False),
             caught_by=("gapless", "safety"),

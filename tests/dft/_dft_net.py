@@ -21,7 +21,7 @@ from gapless.impl.dft.role import Role, crash, handle, new_role
 from gapless.impl.dft.state import BrokerState
 from gapless.impl.dft.tree import PrimaryTree
 from gapless.impl.effects import Deliver, Effect, Persist, Rejected, Send
-from gapless.impl.inputs import Connect, Input, LinkChanged, Publish, Receive
+from gapless.impl.inputs import Connect, Disconnect, Input, LinkChanged, Publish, Receive, Restart
 from gapless.impl.trace import Dropped, Fault, Published, Received, Sent, TraceRecord, Wire
 
 __all__ = ["Net", "figure1"]
@@ -53,6 +53,7 @@ class Net:
         self.records: list[TraceRecord] = []
         self.time = 0
         self.published: dict[str, int] = {}
+        self.hosts: dict[str, str] = {}
         self.steps = 0
 
     # ---- recording -------------------------------------------------------------------
@@ -110,6 +111,7 @@ class Net:
     # ---- client actions ---------------------------------------------------------------
     def subscribe(self, broker: str, subscriber: str, flt: str) -> None:
         inp = Connect(subscriber=subscriber, filter=flt)
+        self.hosts[subscriber] = broker
         self._record(broker, "connect", inp)
         self.step(broker, inp)
 
@@ -151,9 +153,26 @@ class Net:
     def crash(self, b: str) -> None:
         self.alive.discard(b)
         self._record(b, "fault", Fault(kind="crash", target=b))
+        for sub in sorted(s for s, h in self.hosts.items() if h == b):
+            self._record(b, "disconnect", Disconnect(subscriber=sub))  # its clients are cut off
+            del self.hosts[sub]
         self._lose_in_flight([k for k in self.queues if b in k])
         self.states[b] = crash(self.states[b])
         self.view.update({(b, x): False for x in self.hood[b]})
+        self._detect()
+
+    def restart(self, b: str) -> None:
+        """``b`` restarts after a crash (stable storage kept): its failure detector and its
+        neighbours' report it reachable again [DFT §VIII-B]."""
+        self.alive.add(b)
+        self._record(b, "fault", Fault(kind="restart", target=b, phase="end"))
+        self.step(b, Restart())
+        for x in sorted(self.hood[b]):  # as the world does: every neighbour, up or down
+            up = self.reachable(b, x)
+            self.view[(b, x)] = up
+            inp = LinkChanged(neighbour=x, up=up)
+            self._record(b, "link", inp)
+            self.step(b, inp)
         self._detect()
 
     # ---- reading ----------------------------------------------------------------------

@@ -142,18 +142,20 @@ def test_safety_catches_delivery_of_a_publication_whose_tags_meet_the_confirmati
         net.drain()
         net.subscribe("B4", "S2", "true")  # accepted with B2's barrier <B1> as a tag
         net.drain()
-        net.heal_link("B1", "B2")
+        net.publish("B1", x=1)  # B1 has not accepted S2's subscription; tagged <B1> at B2
         net.drain()
-        net.publish("B1", x=1)  # B1 never accepted S2's subscription
+        net.heal_link("B1", "B2")  # partial recovery: B2 brings B1 the subscription
+        net.drain()
+        net.publish("B1", x=2)  # matched now, tagged <B1> at B2: still excluded for S2
         net.drain()
         return net
 
     good = run(PAPER_POLICY)
     assert good.delivered("S2") == []
-    assert good.delivered("S1") == [("B1", 1)]
+    assert good.delivered("S1") == [("B1", 1), ("B1", 2)]
     assert _check(good)[0] is None
     bad = run(attrs.evolve(PAPER_POLICY, check_tags_on_delivery=False))
-    assert bad.delivered("S2") == [("B1", 1)]
+    assert bad.delivered("S2") == [("B1", 1), ("B1", 2)]
     v, _ = _check(bad)
     assert v is not None
     assert v.invariant == "safety"

@@ -1,5 +1,5 @@
 """The DFT zoo: each planted bug, on a network where it shows, is caught by an invariant it
-declares; the paper's policy passes the same run [DFT §I, §V-VII]."""
+declares; the paper's policy passes the same run [DFT §I, §V-VIII]."""
 
 from __future__ import annotations
 
@@ -38,14 +38,17 @@ def gap_section_i(policy: DFTPolicy) -> Net:
 
 
 def barrier_then_heal(policy: DFTPolicy) -> Net:
-    """S2 subscribes behind B2's barrier <B1> (δ=0); the link heals; B1, which never accepted
-    S2's subscription, publishes."""
+    """S2 subscribes behind B2's barrier <B1> (δ=0); B1, which has not accepted S2's
+    subscription, publishes; the link heals (partial recovery brings B1 the subscription);
+    B1 publishes again."""
     net = Net(figure1(), DFTConfig(delta=0), policy)
     net.subscribe("B3", "S1", "true")
     net.drain()
     net.fail_link("B1", "B2")
     net.drain()
     net.subscribe("B4", "S2", "true")
+    net.drain()
+    net.publish("B1", x=0)
     net.drain()
     net.heal_link("B1", "B2")
     net.drain()
@@ -101,7 +104,28 @@ def resend_after_link_failure(policy: DFTPolicy) -> Net:
     return net
 
 
+def restart_in_the_middle(policy: DFTPolicy) -> Net:
+    """δ = 1, chain C0..C5, S at C5: C2 crashes and restarts between publications; the
+    publications after its recovery travel through it again [DFT §VIII-B]."""
+    net = Net(_chain(*(f"C{i}" for i in range(6))), config=DFTConfig(delta=1), policy=policy)
+    net.subscribe("C5", "S", "true")
+    net.drain()
+    for x in (1, 2, 3):
+        if x == 2:
+            net.crash("C2")
+        net.publish("C0", x=x)
+        net.drain()
+    net.restart("C2")
+    net.drain()
+    for x in (4, 5):
+        net.publish("C0", x=x)
+        net.drain()
+    return net
+
+
 SCENARIOS: dict[str, Callable[[DFTPolicy], Net]] = {
+    "forget-stamps": restart_in_the_middle,
+    "no-sync": restart_in_the_middle,
     "naive": gap_section_i,
     "untagged-confirmations": barrier_then_heal,
     "deliver-tagged": barrier_then_heal,

@@ -119,3 +119,18 @@ def test_the_default_zoo_catches_early_accept_on_the_slow_branch() -> None:
             assert out.verdict in ("pass", "out_of_budget"), out.explanation
         else:
             assert (out.verdict, out.invariant) == want, out.explanation
+
+
+def test_the_default_zoo_catches_the_recovery_bugs() -> None:
+    """``gapless zoo --protocol dft``'s swarm campaign (crashes with restarts among its fault
+    kinds) on ``dft-slow-branch``: pinned, its first schedule catches each recovery bug
+    [DFT §VII, §VIII-B]; the correct protocol passes it."""
+    backend = RunnerBackend("dft")
+    base = {"protocol": "dft", "topology": "dft-slow-branch", "faults": {"profile": "swarm"}}
+    for name in ("forget-stamps", "no-sync", "none"):
+        spec = backend.make_spec(load_config(None, {**base, "variant": name}))
+        out = backend.run(spec, backend.generate_schedule(spec, 0), 0)
+        if name == "none":
+            assert out.verdict in ("pass", "out_of_budget"), out.explanation
+        else:
+            assert (out.verdict, out.invariant) == ("violation", "bounded_delivery"), name
