@@ -257,10 +257,16 @@ def _serve_curious(
     served: dict[str, R.TickSet],
 ) -> CellLedger:
     """Send each curious downstream broker the ticks of this knowledge it is curious for
-    and clear its C there [GD §3.1]; returns the cell ledger with the remaining C."""
+    and clear its C there [GD §3.1]; returns the cell ledger with the remaining C. A broker
+    whose link is known down is skipped and keeps its C: its nack repetition asks again over
+    a link that is up [GD §3.1] (sending would lose the message on the down link)."""
     retrans = fw.what.retransmission
-    first_time_silence = fw.st.ctx.policy.first_time_silence
+    policy = fw.st.ctx.policy
+    first_time_silence = policy.first_time_silence
+    down = fw.st.links_down if policy.route_around_down_links else ()
     for x in sorted(o.curious):
+        if x in down:
+            continue
         if x in served:
             o = o.serve(x, served[x])
         cx = o.curious.get(x, ())

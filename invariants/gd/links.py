@@ -26,14 +26,12 @@ an up link to a cell neighbour that has one; the violation names the link, since
 down, and the up path. A down link with no alternative is not judged (the message is lost
 either way; ``liveness`` judges the outcome).
 
-*Retransmitted* knowledge is not judged (repeated nacks are): the roles serve a broker
-curious for ticks straight to that broker (``forwarding._serve_curious``), even when its link
-went down after it nacked, instead of routing around it. A demo campaign of the correct
-protocol showed it (seeds 195 and 233 of 300, 3 of 200 guided schedules): a finding of this
-invariant, reported to be fixed in the roles (skip or route around a curious broker whose link
-is down); until then judging retransmissions would flag every campaign of the correct
-protocol that meets it. The physical links come from the check
-context (``CheckContext.links``); without them the rule is not judged.
+Retransmitted knowledge is judged like first-time knowledge. This invariant found the
+roles answering a curious broker straight over a link that had failed after it nacked (demo
+seeds 195 and 233 of 300, campaign `guided`, seed 43); ``forwarding._serve_curious`` now
+skips such a broker, which keeps its curiosity and asks again over an up link. The physical
+links come from the check context (``CheckContext.links``); without them the rule is not
+judged.
 """
 
 from __future__ import annotations
@@ -124,8 +122,8 @@ class GDDownLinkRouting(Plugin):
             self._on_fault(r)
             return False
         w: Wire = r.detail.wire
-        if w.kind not in JUDGED_KINDS or (w.retransmission and w.kind != "nack"):
-            return False  # retransmissions: see the module doc
+        if w.kind not in JUDGED_KINDS:
+            return False
         a, b = r.node, r.detail.to
         if b not in self.adj.get(a, ()) or self._up(a, b) or a in self.dead:
             return False

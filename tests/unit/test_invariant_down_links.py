@@ -112,10 +112,9 @@ def _sent_on_down_link(w: Wire, src: str = "p1", to: str = "b1") -> list[TraceRe
     ]
 
 
-def test_repeated_nacks_are_judged_retransmitted_knowledge_is_not() -> None:
-    """Retransmissions are left out (the roles serve a curious broker straight, even over a
-    link that failed after it nacked: a finding, see the module doc); repeated nacks are
-    routed like first ones and judged."""
+def test_repeated_nacks_and_retransmitted_knowledge_are_judged() -> None:
+    """Repeated nacks and retransmitted knowledge are routed like first ones and judged (the
+    roles once answered a curious broker over a link that failed after it nacked)."""
     ctx = run_context(_spec("none"), 1)
     nack = Wire(kind="nack", pubend="P1", nack_ranges=((0, 9),), retransmission=True)
     v = check_trace(
@@ -124,8 +123,8 @@ def test_repeated_nacks_are_judged_retransmitted_knowledge_is_not() -> None:
     assert v is not None
     assert "repeated nack" in v.explain()
     data = Wire(kind="data", pubend="P1", data_ticks=(5,), retransmission=True)
-    assert (
-        check_trace(ctx, _sent_on_down_link(data), ("down_link_routing",), live_end=False) is None
-    )
+    v = check_trace(ctx, _sent_on_down_link(data), ("down_link_routing",), live_end=False)
+    assert v is not None
+    assert "repeated data knowledge" in v.explain()
     first = attrs.evolve(data, retransmission=False)
     assert check_trace(ctx, _sent_on_down_link(first), ("down_link_routing",), live_end=False)
