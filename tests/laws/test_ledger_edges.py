@@ -96,6 +96,23 @@ def test_typed_errors_say_what_is_allowed() -> None:
             InvalidRange,
             "((-2, 9),) is not a tick set; " + allowed,
         ),
+        # a non-canonical set is refused wherever it starts (it once slipped in unless its
+        # first tick was negative, and left the cell's F non-canonical)
+        (
+            lambda: CellLedger().filter(((5, 3),)),
+            InvalidRange,
+            "((5, 3),) is not a tick set; " + allowed,
+        ),
+        (
+            lambda: CellLedger().ack(2).filter(((0, 3), (2, 5))),
+            InvalidRange,
+            "((0, 3), (2, 5)) is not a tick set; " + allowed,
+        ),
+        (
+            lambda: CellLedger().filter(((1, 2), (3, 4))),
+            InvalidRange,
+            "((1, 2), (3, 4)) is not a tick set; " + allowed,
+        ),
         (
             lambda: CuriosityLedger.fresh(1).with_cell(1, CellLedger()),
             ProtocolMisuse,
