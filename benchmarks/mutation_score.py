@@ -94,6 +94,9 @@ def _mutmut_table(module: str) -> str:
         f'only_mutate = ["src/gapless/impl/{MODULES[module]}"]',
         f"pytest_add_cli_args_test_selection = {json.dumps(list(TESTS))}",
         'also_copy = ["spec/"]',
+        # A mutant that loops forever is stopped after 4x its tests' CPU time (+1 s), not
+        # mutmut's 15x: on a loaded 2-core machine the default cost minutes per such mutant.
+        "timeout_multiplier = 4.0",
     ]
     return "\n".join(lines) + "\n"
 
@@ -106,6 +109,16 @@ def _copy_tests(stage_dir: Path) -> None:
             shutil.copytree(ROOT / "tests", where, ignore=ignore)
 
 
+def _write_pyproject(stage_dir: Path, module: str) -> None:
+    """The repository's ``pyproject.toml`` with this script's ``[tool.mutmut]`` table."""
+    toml = (ROOT / "pyproject.toml").read_text(encoding="utf-8")
+    toml = re.sub(r"(?ms)^\[tool\.mutmut\]$.*?(?=^\[)", "", toml)
+    text = toml + "\n" + _mutmut_table(module)
+    for where in (stage_dir, stage_dir / "mutants"):
+        if where.exists():
+            (where / "pyproject.toml").write_text(text)
+
+
 def stage(module: str) -> Path:
     """Lay out ``build/mutation/<module>`` for mutmut (see the module docstring)."""
     stage_dir = STAGES / module
@@ -115,9 +128,7 @@ def stage(module: str) -> Path:
     ignore = shutil.ignore_patterns("__pycache__", "*.pyc", ".hypothesis")
     shutil.copytree(ROOT / "impl", stage_dir / "src" / "gapless" / "impl", ignore=ignore)
     _copy_tests(stage_dir)
-    toml = (ROOT / "pyproject.toml").read_text(encoding="utf-8")
-    toml = re.sub(r"(?ms)^\[tool\.mutmut\]$.*?(?=^\[)", "", toml)
-    (stage_dir / "pyproject.toml").write_text(toml + "\n" + _mutmut_table(module))
+    _write_pyproject(stage_dir, module)
     (stage_dir / "spec").mkdir()
     shutil.copy2(ROOT / "spec" / "lattices.md", stage_dir / "spec" / "lattices.md")
     return stage_dir
@@ -268,6 +279,8 @@ def main(argv: list[str] | None = None) -> int:
         stage_dir = STAGES / module
         if args.run and (args.fresh or not (stage_dir / "mutants").exists()):
             stage(module)
+        elif args.run or args.retest:
+            _write_pyproject(stage_dir, module)  # resume with this script's settings
         if args.retest and (stage_dir / "mutants").exists():
             _copy_tests(stage_dir)
             lost = [n for n, s in results(stage_dir).items() if s not in KILLED | {"skipped"}]
