@@ -25,7 +25,9 @@ table this script writes (the repository's own table is replaced in the copy). m
 every other subpackage (``gapless.spec`` above all) to the editable install. The repository
 itself is never touched.
 
-Score = (killed + timeout) / (total - skipped); a mutant no test covers counts as surviving.
+Score = (killed + timeout) / (total - skipped); a mutant no test covers counts as surviving;
+mutants an interrupted run did not reach are reported as not checked (the target is then
+not met).
 Mutants argued equivalent in ``benchmarks/mutation_equivalent.md`` (one ``- `name`: reason``
 line each) are listed apart and also give a second score that leaves them out; the headline
 score counts them as survivors. The JSON goes to ``build/mutation/score.json`` and, with
@@ -53,6 +55,8 @@ RECORD = ROOT / "benchmarks" / "mutation_score.json"
 EQUIVALENT = ROOT / "benchmarks" / "mutation_equivalent.md"
 TARGET = 85.0
 KILLED = {"killed", "timeout", "caught by type check"}
+# Not judged (yet): skipped by configuration, or not run by an interrupted run (resume it).
+PENDING = {"skipped", "not checked"}
 # Short name -> source file, relative to impl/.
 MODULES = {
     "streams": "streams/__init__.py",
@@ -196,7 +200,7 @@ def summarize(
     killed = total = equiv = 0
     survivors: list[str] = []
     for module, status in sorted(status_by_module.items()):
-        tested = {n: s for n, s in status.items() if s != "skipped"}
+        tested = {n: s for n, s in status.items() if s not in PENDING}
         k = sum(s in KILLED for s in tested.values())
         lost = sorted(n for n, s in tested.items() if s not in KILLED)
         e = sum(n in equivalent for n in lost)
@@ -222,7 +226,10 @@ def summarize(
         "equivalent": equiv,
         "score_without_equivalent_percent": _score(killed, total - equiv),
         "target_percent": TARGET,
-        "met": all(m["met"] for m in by_module.values()) and bool(by_module),
+        "not_checked": counts.get("not checked", 0),
+        "met": all(m["met"] for m in by_module.values())
+        and bool(by_module)
+        and not counts.get("not checked", 0),
         "counts": dict(sorted(counts.items())),
         "by_module": by_module,
         "survivors": [n for n in survivors if n not in equivalent],
@@ -243,6 +250,8 @@ def _print(summary: dict[str, Any], diffs: dict[str, str]) -> None:
             f"  ({m['equivalent']} equivalent)"
         )
     print(f"statuses: {summary['counts']}")
+    if summary["not_checked"]:
+        print(f"INCOMPLETE: {summary['not_checked']} mutants not checked yet (run again)")
     print(f"survivors ({len(summary['survivors'])}):")
     for name in summary["survivors"]:
         print(f"  {name}")
@@ -283,7 +292,7 @@ def main(argv: list[str] | None = None) -> int:
             _write_pyproject(stage_dir, module)  # resume with this script's settings
         if args.retest and (stage_dir / "mutants").exists():
             _copy_tests(stage_dir)
-            lost = [n for n, s in results(stage_dir).items() if s not in KILLED | {"skipped"}]
+            lost = [n for n, s in results(stage_dir).items() if s not in KILLED | PENDING]
             if lost:
                 seconds += run_mutmut(stage_dir, args.max_children, lost)
         elif args.run:
