@@ -13,8 +13,9 @@ every survivor with its diff, the run's wall time and this machine's
 Scoping and resuming (the machine is shared and loaded): each module has its own stage,
 ``build/mutation/<module>/``, so ``--module ticksets`` runs one module alone; a stage that
 exists is resumed, not rebuilt (mutmut keeps every verdict and runs only the mutants without
-one), unless ``--fresh``. ``--retest`` copies the current tests into the stages and re-runs
-the survivors only (after a new test was written). ``--show`` prints each survivor's diff.
+one), unless ``--fresh``. ``--retest`` copies the current tests and unmutated ``impl`` files
+into the stages, re-runs the survivors (after a new test was written) and runs the mutants
+not checked yet. ``--show`` prints each survivor's diff.
 
 Why a stage: mutmut names a mutant after its file path (``src/`` stripped) and checks that
 the tests import the code under that name. Our modules live in ``impl/`` but are imported as
@@ -111,6 +112,22 @@ def _copy_tests(stage_dir: Path) -> None:
         if where.parent.exists():
             shutil.rmtree(where, ignore_errors=True)
             shutil.copytree(ROOT / "tests", where, ignore=ignore)
+
+
+def _refresh(stage_dir: Path, module: str) -> bool:
+    """Copy the current tests and every unmutated ``impl`` file into a stage (the mutants
+    run against today's code); False when the mutated module itself changed (``--fresh``)."""
+    _copy_tests(stage_dir)
+    mutated = MODULES[module]
+    for path in sorted((ROOT / "impl").rglob("*.py")):
+        rel = path.relative_to(ROOT / "impl").as_posix()
+        for base in (stage_dir / "src", stage_dir / "mutants" / "src"):
+            target = base / "gapless" / "impl" / rel
+            if rel != mutated:
+                target.parent.mkdir(parents=True, exist_ok=True)
+                shutil.copy2(path, target)
+    staged = stage_dir / "src" / "gapless" / "impl" / mutated
+    return staged.read_bytes() == (ROOT / "impl" / mutated).read_bytes()
 
 
 def _write_pyproject(stage_dir: Path, module: str) -> None:
@@ -291,10 +308,15 @@ def main(argv: list[str] | None = None) -> int:
         elif args.run or args.retest:
             _write_pyproject(stage_dir, module)  # resume with this script's settings
         if args.retest and (stage_dir / "mutants").exists():
-            _copy_tests(stage_dir)
-            lost = [n for n, s in results(stage_dir).items() if s not in KILLED | PENDING]
+            if not _refresh(stage_dir, module):
+                print(f"{module}: impl/{MODULES[module]} changed since staging: use --fresh")
+                return 2
+            status = results(stage_dir)
+            lost = [n for n, s in status.items() if s not in KILLED | PENDING]
             if lost:
                 seconds += run_mutmut(stage_dir, args.max_children, lost)
+            if "not checked" in status.values():
+                seconds += run_mutmut(stage_dir, args.max_children, [])
         elif args.run:
             seconds += run_mutmut(stage_dir, args.max_children, [])
     done = {m: results(STAGES / m) for m in MODULES if (STAGES / m / "mutants").exists()}
