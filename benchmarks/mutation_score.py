@@ -218,8 +218,10 @@ def summarize(
     survivors: list[str] = []
     for module, status in sorted(status_by_module.items()):
         tested = {n: s for n, s in status.items() if s not in PENDING}
-        k = sum(s in KILLED for s in tested.values())
-        lost = sorted(n for n, s in tested.items() if s not in KILLED)
+        # A mutant argued equivalent is never counted killed: a "timeout" of one is the
+        # loaded machine running its full test set past the CPU limit, not a detection.
+        k = sum(s in KILLED and n not in equivalent for n, s in tested.items())
+        lost = sorted(n for n, s in tested.items() if s not in KILLED or n in equivalent)
         e = sum(n in equivalent for n in lost)
         for s in status.values():
             counts[s] = counts.get(s, 0) + 1
