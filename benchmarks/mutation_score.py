@@ -14,8 +14,8 @@ Scoping and resuming (the machine is shared and loaded): each module has its own
 ``build/mutation/<module>/``, so ``--module ticksets`` runs one module alone; a stage that
 exists is resumed, not rebuilt (mutmut keeps every verdict and runs only the mutants without
 one), unless ``--fresh``. ``--retest`` copies the current tests and unmutated ``impl`` files
-into the stages, re-runs the survivors (after a new test was written) and runs the mutants
-not checked yet. ``--show`` prints each survivor's diff.
+into the stages and re-runs the survivors (after a new test was written); with ``--run`` too,
+it then runs the mutants not checked yet. ``--show`` prints each survivor's diff.
 
 Why a stage: mutmut names a mutant after its file path (``src/`` stripped) and checks that
 the tests import the code under that name. Our modules live in ``impl/`` but are imported as
@@ -314,12 +314,12 @@ def main(argv: list[str] | None = None) -> int:
                 print(f"{module}: impl/{MODULES[module]} changed since staging: use --fresh")
                 return 2
             status = results(stage_dir)
-            lost = [n for n, s in status.items() if s not in KILLED | PENDING]
+            argued = equivalent_mutants()
+            lost = [n for n, s in status.items() if s not in KILLED | PENDING and n not in argued]
             if lost:
                 seconds += run_mutmut(stage_dir, args.max_children, lost)
-            if "not checked" in status.values():
-                seconds += run_mutmut(stage_dir, args.max_children, [])
-        elif args.run:
+        # --run resumes; after --retest only when some mutant is still not checked
+        if args.run and (not args.retest or "not checked" in results(stage_dir).values()):
             seconds += run_mutmut(stage_dir, args.max_children, [])
     done = {m: results(STAGES / m) for m in MODULES if (STAGES / m / "mutants").exists()}
     if not done:
