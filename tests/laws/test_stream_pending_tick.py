@@ -5,7 +5,8 @@ around the run and the value joined in.
 The random sequences of ``test_stream_differential.py`` enter this shortcut, but a mutation
 run showed they rarely line up its side conditions (the value joined equal to the run before
 or after it, the run before being the collapsed final prefix, the bottom joined in): changed
-guards there survived. Here every knowledge value is tried before, after and in the gap, with
+guards there survived. Here every knowledge value (and values equal to the stored ones but
+other objects) is tried before, after and in the gap, with
 a real run before the gap and with the final prefix before it, and the result must equal the
 reference, be canonical, and be the stream itself when the reference did not change.
 """
@@ -17,16 +18,18 @@ from itertools import product
 import pytest
 from test_stream_differential import KNOWLEDGE_VALUES, Blocks, _join, _ref_k, check_stream
 
-from gapless.impl.knowledge import F, Knowledge, Q
+from gapless.impl.knowledge import F, Kind, Knowledge, Q
 from gapless.impl.streams import KnowledgeStream
 
 UNIT = Blocks([1] * 40)
 AROUND = [x for x in KNOWLEDGE_VALUES if x != Q]
+# equal to stored values but other objects: a no-op must still return the stream itself
+JOINED = [*KNOWLEDGE_VALUES, Knowledge(Kind.Q), Knowledge(Kind.F), Knowledge(Kind.L)]
 
 
 @pytest.mark.parametrize("before", AROUND, ids=repr)
 def test_joining_into_a_pending_tick_between_two_runs(before: Knowledge) -> None:
-    for after, value, start in product(AROUND, KNOWLEDGE_VALUES, (0, 1)):
+    for after, value, start in product(AROUND, JOINED, (0, 1)):
         # runs: [start, 1] before (the final prefix when before is F and start is 0), the
         # bottom gap [2, 2], [3, 4] after; then value is joined into exactly the gap
         s = KnowledgeStream().accumulate(start, 1, before).accumulate(3, 4, after)
