@@ -18,7 +18,7 @@ from itertools import product
 import pytest
 from test_stream_differential import KNOWLEDGE_VALUES, Blocks, _join, _ref_k, check_stream
 
-from gapless.impl.knowledge import F, Kind, Knowledge, Q
+from gapless.impl.knowledge import F, Kind, Knowledge, Q, finalize
 from gapless.impl.streams import KnowledgeStream
 
 UNIT = Blocks([1] * 40)
@@ -47,3 +47,17 @@ def test_the_prefix_case_is_reached() -> None:
     s = KnowledgeStream().accumulate(0, 1, F).accumulate(3, 4, F)
     assert s.final_prefix == 2
     assert s.value_at(2) == Q
+
+
+@pytest.mark.parametrize("first", KNOWLEDGE_VALUES, ids=repr)
+def test_acknowledging_every_two_run_prefix(first: Knowledge) -> None:
+    """``acknowledge`` on every stream of two runs and every ``upto``: in particular a prefix
+    that holds only E (which stays E [GD §2.1]), which random sequences rarely build."""
+    for second, upto in product(KNOWLEDGE_VALUES, range(6)):
+        s = KnowledgeStream().accumulate(0, 1, first).accumulate(2, 3, second)
+        ref = _ref_k().accumulate(0, 1, first, _join).accumulate(2, 3, second, _join)
+        got = s.acknowledge(upto)
+        want = ref.acknowledge(upto, _join, finalize)
+        check_stream(got, want, UNIT, knowledge=True)
+        if want == ref:
+            assert got is s, (first, second, upto)
