@@ -86,3 +86,11 @@ def test_a_bad_range_names_the_operation(op: str, call: Callable[[Any, Any], obj
             text += " for knowledge below it)"
         with pytest.raises(err, match="^" + re.escape(text) + "$"):
             call(a, b)
+
+
+def test_gaps_needs_an_upper_bound() -> None:
+    """The Q ticks above a stream never end: ``gaps`` refuses an open window (``hi`` None),
+    where the other window queries accept one."""
+    text = NOT_A_TICK.format(op="KnowledgeStream.gaps", name="end", t=None)
+    with pytest.raises(InvalidTick, match="^" + re.escape(text) + "$"):
+        K.gaps(0, None)  # type: ignore[arg-type]
