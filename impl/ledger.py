@@ -117,9 +117,8 @@ class CellLedger:
         the A prefix are A already)."""
         if not ticks:
             return self
+        _ticks("CellLedger.filter", ticks)
         if ticks[0][0] <= self.acked:
-            if ticks[0][0] < 0:
-                _ticks("CellLedger.filter", ticks)
             ticks = R.clip(ticks, self.acked + 1, _NO_END)
             if not ticks:
                 return self
