@@ -446,8 +446,10 @@ def test_planted_bugs_are_caught(
         monkeypatch.setattr(rl, name, bug)
     machine = ReleaseMachine if target == "machine" else JudgedOnly
     # released(p) without latestDelivered shows only once a moved subscriber's CT is above
-    # its new SHB's latestDelivered: rarer, so more examples
-    runs = settings(NO_SHRINK, max_examples=400 if name == "released" else 100)
+    # its new SHB's latestDelivered, a node's max only once its two SHBs report apart: rarer,
+    # so more examples (with 100, the node's max went unseen when the whole suite was
+    # collected, though not when this module ran alone: see the closing note of 11-24)
+    runs = settings(NO_SHRINK, max_examples=400 if name in ("released", "node_released") else 100)
     with pytest.raises(AssertionError) as info:
         run_state_machine_as_test(machine, settings=runs)
     if target == "judge":
