@@ -128,3 +128,20 @@ def test_repeated_nacks_and_retransmitted_knowledge_are_judged() -> None:
     assert "repeated data knowledge" in v.explain()
     first = attrs.evolve(data, retransmission=False)
     assert check_trace(ctx, _sent_on_down_link(first), ("down_link_routing",), live_end=False)
+
+
+def test_demo_seeds_that_caught_a_reply_over_a_down_link_now_pass() -> None:
+    """Regression: on demo seeds 195 and 233 the roles once answered a curious broker over a
+    link that had failed after it nacked (``forwarding._serve_curious``); the broker is now
+    skipped and asks again over an up link, and ``down_link_routing`` judges retransmissions."""
+    from pathlib import Path
+
+    from gapless.spark_fuzz.config import canonical_json, load_config
+    from gapless.spark_fuzz.execute import run_seed
+
+    demo = Path(__file__).resolve().parents[2] / "campaigns" / "demo.toml"
+    config = load_config(demo, {"shrink": False}, check_backend=False)
+    cj = canonical_json(config.to_data())
+    for seed in (195, 233):
+        row = run_seed(cj, seed).row
+        assert row["verdict"] == "pass", (seed, row["invariant"], row.get("explanation"))
