@@ -31,8 +31,9 @@ Format ``gapless-trace``, version 2 (UTF-8, one JSON object per line):
 
   - ``publish``: ``{"pubend", "index", "attributes", "size"}``
   - ``persist``: ``{"key", "logged"}`` — ``logged`` is ``{"pubend", "tick", "attributes"}``
-    when the write logs a published message, else null; ``persisted``: ``{"key"}`` (the key
-    pairs a write with its completion; any JSON value)
+    when the write logs a published message, else null; a write that logs several (group
+    commit, ``GDConfig.group_commit``) has ``logged`` null and ``"batch"``: the list of them;
+    ``persisted``: ``{"key"}`` (the key pairs a write with its completion; any JSON value)
   - ``send``: ``{"to", "wire"}``; ``receive``: ``{"sender", "wire"}``; ``drop``:
     ``{"sender", "to", "wire", "reason"}`` — ``wire`` is the message's protocol-neutral summary
     (:class:`~gapless.impl.trace.Wire`: ``kind``, ``pubend``, ``data_ticks``,
@@ -129,6 +130,15 @@ class LoggedMessage:
     pubend: str
     tick: int
     attributes: Mapping[str, Any]
+
+
+@final
+@attrs.frozen(kw_only=True)
+class LoggedBatch:
+    """The value of a ``persist`` record that logs several messages at once (a group-commit
+    write [GD §4.1], ``detail.batch`` in the file), in tick order."""
+
+    messages: tuple[LoggedMessage, ...]
 
 
 @final
@@ -231,13 +241,13 @@ def _detail_out(ctx: CheckContext, r: TraceRecord) -> dict[str, Any]:
         got = ctx.logged(d)
         logged = None
         if got is not None:
-            pubend, tick, attributes = got
-            logged = {
-                "pubend": pubend,
-                "tick": tick,
-                "attributes": _attributes_out(where, attributes),
-            }
-        return {"key": _key_out(where, d.key), "logged": logged}
+            logged = _logged_out(where, got)
+        out: dict[str, Any] = {"key": _key_out(where, d.key), "logged": logged}
+        if got is None:
+            batch = ctx.logged_all(d)
+            if batch:  # a group-commit write of several messages [GD §4.1]
+                out["batch"] = [_logged_out(where, m) for m in batch]
+        return out
     if k == "persisted" and isinstance(d, Persisted):
         return {"key": _key_out(where, d.key)}
     if k == "send" and isinstance(d, Sent):
@@ -490,14 +500,17 @@ def _detail_in(rd: _Reader, kind: str, d: dict[str, Any]) -> Any:
         )
     if kind == "persist":
         got = rd.get(d, w, "logged")
-        value = None
+        value: LoggedMessage | LoggedBatch | None = None
         if got is not None:
-            lg = rd.obj("detail.logged", got)
-            value = LoggedMessage(
-                pubend=rd.str_(lg, "detail.logged", "pubend"),
-                tick=rd.int_(lg, "detail.logged", "tick"),
-                attributes=rd.attributes(lg, "detail.logged", "attributes"),
-            )
+            value = _logged_in(rd, "detail.logged", got)
+        batch = d.get("batch")
+        if batch is not None:
+            if got is not None or not isinstance(batch, list) or not batch:
+                raise rd.fail(
+                    "detail.batch must be a non-empty list of logged messages, and only on a "
+                    "persist whose detail.logged is null"
+                )
+            value = LoggedBatch(messages=tuple(_logged_in(rd, "detail.batch[]", m) for m in batch))
         if isinstance(rd.get(d, w, "key"), dict):
             raise rd.fail("detail.key must be a JSON scalar or list, not an object")
         return Persist(key=_key_in(d["key"]), value=value)
@@ -615,6 +628,7 @@ def _context_in(
         min_repetition_us=rd.int_(c, w, "min_repetition_us"),
         matches=matches,
         logged=_logged,
+        logged_batch=_logged_batch,
         payload_attributes=_payload_attributes,
         aet_us=_positive_or_none(rd, c, w, "aet_us"),
         ack_expected_period_us=_positive_or_none(rd, c, w, "ack_expected_period_us"),
@@ -643,6 +657,28 @@ def _logged(persist: Persist) -> tuple[str, int, Mapping[str, Any]] | None:
     if isinstance(v, LoggedMessage):
         return (v.pubend, v.tick, v.attributes)
     return None
+
+
+def _logged_batch(persist: Persist) -> tuple[tuple[str, int, Mapping[str, Any]], ...]:
+    v = persist.value
+    if isinstance(v, LoggedBatch):
+        return tuple((m.pubend, m.tick, m.attributes) for m in v.messages)
+    got = _logged(persist)
+    return () if got is None else (got,)
+
+
+def _logged_out(where: str, got: tuple[str, int, Mapping[str, Any]]) -> dict[str, Any]:
+    pubend, tick, attributes = got
+    return {"pubend": pubend, "tick": tick, "attributes": _attributes_out(where, attributes)}
+
+
+def _logged_in(rd: _Reader, w: str, got: Any) -> LoggedMessage:
+    lg = rd.obj(w, got)
+    return LoggedMessage(
+        pubend=rd.str_(lg, w, "pubend"),
+        tick=rd.int_(lg, w, "tick"),
+        attributes=rd.attributes(lg, w, "attributes"),
+    )
 
 
 def _payload_attributes(payload: Any) -> Mapping[str, Any] | None:

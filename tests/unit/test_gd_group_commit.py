@@ -4,6 +4,8 @@ the invariants' ``logged`` decoding of a batch."""
 
 from __future__ import annotations
 
+import hashlib
+import json
 from pathlib import Path
 from typing import Any
 
@@ -25,14 +27,16 @@ from gapless.impl.gd import (
     two_broker,
 )
 from gapless.impl.inputs import Persisted, Publish, Restart
+from gapless.invariants.tracefile import check_trace_file, write_trace
 from gapless.models.faults import FaultSchedule
 from gapless.models.gd_binding import check_context
 from gapless.models.gd_protocol import ENTRY as GD_ENTRY
-from gapless.models.run import simulate
+from gapless.models.run import run_context, simulate
 from gapless.models.runner import RunSpec
 from gapless.models.workload import WorkloadSpec
 from gapless.spark_fuzz.backend import load_backend
 from gapless.spark_fuzz.config import load_config
+from gapless.spec.filters import reference_matcher
 
 GC = GDConfig(group_commit=True)
 _S = 1_000_000
@@ -180,3 +184,34 @@ def test_the_checker_needs_the_batch_decoding() -> None:
     assert out.invariant == "no_e", out.explanation
     out_ok, _g, _w = _run(True, 1, entry=GD_ENTRY)
     assert out_ok.verdict == "pass"
+
+
+def test_a_group_commit_trace_file_is_judged_as_the_run_was(tmp_path: Path) -> None:
+    """A group-commit run's trace file carries each batch (``detail.batch``), so ``gapless
+    check`` judges it as the online checker did; with the batches stripped from the file the
+    invariants flag the first message sent (``no_e``), so the field is what makes it pass."""
+    spec = RunSpec(
+        topology="fig3",
+        workload=WorkloadSpec(rate_per_pubend=25.0, size=100, subscribers_per_shb=2),
+        duration_us=2 * _S,
+        drain_us=2 * _S,
+        config=(("group_commit", True),),
+    )
+    out = simulate(spec, FaultSchedule(seed=1), 1, record_trace=True)
+    assert out.verdict == "pass"
+    path = tmp_path / "gc.jsonl"
+    write_trace(path, run_context(spec, 1), out.trace or (), live_end=True)
+    lines = [json.loads(x) for x in path.read_text(encoding="utf-8").splitlines()]
+    batches = [x for x in lines if x.get("kind") == "persist" and "batch" in x.get("detail", {})]
+    assert batches, "the run wrote at least one batch of several messages"
+    _tf, violation = check_trace_file(path, matches=reference_matcher())
+    assert violation is None
+    stripped = tmp_path / "stripped.jsonl"
+    text = path.read_text(encoding="utf-8").replace('"batch":', '"unread_batch":')
+    body = text.splitlines()[:-1]
+    digest = hashlib.sha256("".join(x + "\n" for x in body).encode("utf-8")).hexdigest()
+    end = json.dumps({"end": {"records": len(body) - 1, "sha256": digest}})
+    stripped.write_text("".join(x + "\n" for x in [*body, end]), encoding="utf-8")
+    _tf, violation = check_trace_file(stripped, matches=reference_matcher())
+    assert violation is not None
+    assert violation.invariant == "no_e"
