@@ -84,8 +84,6 @@ from gapless.impl.durable.release import (
 )
 from gapless.impl.durable.shb_inputs import (
     Ack,
-    Connect,
-    Disconnect,
     Emit,
     Lost,
     Subscribe,
@@ -101,13 +99,12 @@ from gapless.impl.effects import Rejected, Send
 from gapless.impl.errors import ProtocolMisuse
 from gapless.impl.filters import Filter, FilterIndex, FilterSyntaxError, parse_filter
 from gapless.impl.gd.messages import Data, Knowledge, Nack
+from gapless.impl.inputs import Connect, Disconnect
 from gapless.impl.knowledge import D, L, S
 from gapless.impl.streams import KnowledgeStream
 
 __all__ = [
     "Ack",
-    "Connect",
-    "Disconnect",
     "Emit",
     "Lost",
     "PubendView",
@@ -491,15 +488,23 @@ def on_subscribe(state: ShbState, inp: Subscribe, now: int) -> tuple[ShbState, E
 
 
 def on_connect(state: ShbState, inp: Connect, now: int) -> tuple[ShbState, Effects]:
-    """A reconnection: in catchup for every pubend from the CT presented (or kept)
-    [DUR §2, §4.1]; each catchup stream starts at once."""
+    """A reconnection: in catchup for every pubend from the CT presented as the kit's
+    ``Connect.resume`` (None in ack mode ``SHB``: the CT the SHB kept) [DUR §2, §4.1]; each
+    catchup stream starts at once."""
     name = inp.subscriber
+    resume = inp.resume
     if name not in state.subs or name in state.sessions:
         why = "unknown subscriber" if name not in state.subs else "already connected"
         return state, _reject(f"connect at {state.config.shb!r}: {why}", inp)
+    if resume is not None and not isinstance(resume, CheckpointToken):
+        return state, _reject(
+            f"connect at {state.config.shb!r}: resume {resume!r} is not a checkpoint token; "
+            "allowed: a CheckpointToken, or None in ack mode SHB",
+            inp,
+        )
     start: dict[str, int] = {}
     for p, view in state.views.items():
-        presented = None if inp.ct is None else inp.ct.at(p)
+        presented = None if resume is None else resume.at(p)
         at, rej = shb_resume_point(view.release, name, state.config.ack_mode, presented)
         if at is None or at > view.release.latest_delivered:
             why = rej[0].reason if rej else f"CT {at} for {p} beyond latestDelivered"

@@ -10,7 +10,7 @@ import attrs
 
 from gapless.impl.durable.ct import CheckpointToken
 
-__all__ = ["Ack", "Connect", "Disconnect", "Emit", "Lost", "Subscribe", "Tick"]
+__all__ = ["Ack", "Emit", "Lost", "Subscribe", "Tick"]
 
 
 @final
@@ -22,25 +22,6 @@ class Subscribe:
     subscriber: str
     filter: str
     connection: int = 0
-
-
-@final
-@attrs.frozen(kw_only=True)
-class Connect:
-    """Durable subscriber ``subscriber`` reconnects presenting ``ct`` (None in ack mode
-    ``SHB``: the SHB resumes it from the CT it kept) [DUR §2]."""
-
-    subscriber: str
-    ct: CheckpointToken | None
-    connection: int = 0
-
-
-@final
-@attrs.frozen(kw_only=True)
-class Disconnect:
-    """``subscriber``'s connection ended (its subscription stays)."""
-
-    subscriber: str
 
 
 @final

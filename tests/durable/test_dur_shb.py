@@ -39,8 +39,6 @@ from gapless.impl.durable.pfs import PfsStream
 from gapless.impl.durable.records import DurCrash, DurEvent, DurRelease
 from gapless.impl.durable.shb import (
     Ack,
-    Connect,
-    Disconnect,
     Emit,
     Lost,
     ShbConfig,
@@ -73,6 +71,7 @@ from gapless.impl.effects import Rejected, Send
 from gapless.impl.errors import ProtocolMisuse
 from gapless.impl.filters import parse_filter
 from gapless.impl.gd.messages import Data, Knowledge, Nack
+from gapless.impl.inputs import Connect, Disconnect
 from gapless.impl.trace import TraceRecord
 from gapless.invariants.checker import Checker
 from gapless.invariants.durable import PLUGINS
@@ -333,7 +332,7 @@ class ShbMachine(RuleBasedStateMachine):
             presented = CheckpointToken.of(ct)
             s.ct = dict(ct)
         s.presented = dict(s.ct)
-        self.run(on_connect, Connect(subscriber=name, ct=presented))
+        self.run(on_connect, Connect(subscriber=name, filter=FILTERS[name], resume=presented))
 
     @rule(i=st.integers(0, 2))
     def ack(self, i: int) -> None:
@@ -539,7 +538,7 @@ def test_network_input_is_rejected_and_ignored_input_changes_nothing() -> None:
     b0 = shb_start(cfg)
     for handler, inp in [
         (on_ack, Ack(subscriber="x", ct=CheckpointToken.of({"p": 1}))),
-        (on_connect, Connect(subscriber="x", ct=None)),
+        (on_connect, Connect(subscriber="x", filter="*", resume=None)),
         (on_disconnect, Disconnect(subscriber="x")),
         (on_subscribe, Subscribe(subscriber="x", filter="k ==")),
         (on_knowledge, Knowledge(pubend="zz")),
@@ -554,9 +553,15 @@ def test_network_input_is_rejected_and_ignored_input_changes_nothing() -> None:
     assert b2 is b1  # nothing of p was delivered: released(s, p) stays
     assert any(isinstance(e, Rejected) for e in fx)
     b3, _ = on_disconnect(b1, Disconnect(subscriber="s"), 0)
-    b4, fx = on_connect(b3, Connect(subscriber="s", ct=CheckpointToken.of({"p": 7})), 0)
+    b4, fx = on_connect(
+        b3, Connect(subscriber="s", filter="*", resume=CheckpointToken.of({"p": 7})), 0
+    )
     assert b4 is b3
     assert isinstance(fx[0], Rejected)
+    b4, fx = on_connect(b3, Connect(subscriber="s", filter="*", resume={"p": 0}), 0)
+    assert b4 is b3  # the kit's Connect carries any resume token: only a CT is accepted
+    assert isinstance(fx[0], Rejected)
+    assert "not a checkpoint token" in fx[0].reason
     msg = Knowledge(pubend="p", silence=((0, 4),))
     b5, fx = on_knowledge(b1, msg, 0)
     assert b5.latest_delivered("p") == 4
