@@ -39,7 +39,17 @@ Invariants (:data:`INVARIANTS`):
 * ``release_after_confirm`` — a storage releases an event only after it was delivered to
   every client it was destined to and, with the finer tier, after every cluster storage it
   was destined to holds it durably (its completed ``replica`` write under the system
-  storage's epoch) [GES "Stable storages"].
+  storage's epoch) and, with the system-level links, after every system storage of another
+  top-level unit it was destined into holds it (its completed ``sysin`` write) [GES "Stable
+  storages"];
+* ``system_sequence`` — with the system-level links (``gapless.impl.ges.syslink``), each
+  system storage holds the events another one destined into its unit as the sequence
+  ``1, 2, 3, ...`` of that pair, each once: every completed ``sysin`` write of a pair carries
+  the number after the last one held (a higher one is a gap, a lower one a duplicate) and a
+  logged event of the origin later than the last one held [GES "Stable storages": sequence
+  numbers let system storages "conjecture the events that they should have received"]; at the
+  end, within the fault budget, every number sent on a pair is held (judged with
+  ``roam_complete``).
 """
 
 from __future__ import annotations
@@ -67,6 +77,7 @@ INVARIANTS: Final = (
     "avoid_suspected",
     "reference_counts",
     "release_after_confirm",
+    "system_sequence",
 )
 SAFETY: Final = tuple(n for n in INVARIANTS if n != "roam_complete")
 
@@ -112,6 +123,12 @@ class GESChecker:
         self._interested: dict[tuple[str, int, str], bool] = {}
         self.replicas: set[tuple[str, str, int]] = set()
         """(cluster storage, system storage, epoch) of every completed ``replica`` write."""
+        self.sys_held: dict[tuple[str, str], tuple[int, int]] = {}
+        """(peer, origin) -> (sequence number, epoch) of the last completed ``sysin`` write."""
+        self.sysin: set[tuple[str, str, int]] = set()
+        """(peer, origin, epoch) of every completed ``sysin`` write."""
+        self.sys_sent: dict[tuple[str, str], int] = {}
+        """(peer, origin) -> the highest sequence number the origin sent on that pair."""
 
     # ------------------------------------------------------------ plumbing
 
@@ -202,6 +219,9 @@ class GESChecker:
         to = r.detail.to
         if self._is_down(r.node, to) and r.time > self.changed_at:
             self._flag("avoid_suspected", r.node, f"sent {w.kind} to {to} over a down link", r)
+        if w.kind == "sys_forward" and w.seq is not None:
+            pair = (w.unit, w.storage)
+            self.sys_sent[pair] = max(self.sys_sent.get(pair, 0), w.seq)
         if w.kind == "event" and w.epoch is not None:
             for dest in w.dests:
                 if not self._is_interested(w.storage, w.epoch, dest):
@@ -284,6 +304,21 @@ class GESChecker:
             self._release(r, p.value)
         elif kind == "replica":
             self.replicas.add((r.node, p.value.source, p.value.epoch))
+        elif kind == "sysin":
+            self._sysin(r, p.value.origin, p.value.seq, p.value.epoch)
+
+    def _sysin(self, r: TraceRecord, origin: str, seq: int, epoch: int) -> None:
+        last_seq, last_epoch = self.sys_held.get((r.node, origin), (0, 0))
+        what = f"number {seq} (epoch {epoch}) from system storage {origin}"
+        if seq > last_seq + 1:
+            self._flag("system_sequence", r.node, f"{what} held after {last_seq}: a gap", r)
+        elif seq <= last_seq:
+            self._flag("system_sequence", r.node, f"{what} held again: a duplicate", r)
+        if (origin, epoch) not in self.logged or epoch <= last_epoch:
+            msg = f"{what} is not an event {origin} logged after epoch {last_epoch}"
+            self._flag("system_sequence", r.node, msg, r)
+        self.sys_held[(r.node, origin)] = (max(seq, last_seq), max(epoch, last_epoch))
+        self.sysin.add((r.node, origin, epoch))
 
     def _registration(self, r: TraceRecord, reg: Registration) -> None:
         regs = self.registered.setdefault(reg.storage, {})
@@ -319,6 +354,10 @@ class GESChecker:
             if (u, rel.storage, rel.epoch) not in self.replicas:
                 msg = f"epoch {rel.epoch} released before cluster storage {u} held it"
                 self._flag("release_after_confirm", rel.storage, msg, r)
+        for p in rel.peers:
+            if (p, rel.storage, rel.epoch) not in self.sysin:
+                msg = f"epoch {rel.epoch} released before system storage {p} held it"
+                self._flag("release_after_confirm", rel.storage, msg, r)
 
     # ------------------------------------------------------------ liveness
 
@@ -326,6 +365,12 @@ class GESChecker:
         """Judge liveness at the end of the run (see ``roam_complete``)."""
         if self.violation is not None or "roam_complete" not in self.names:
             return self.violation
+        for (peer, origin), sent in sorted(self.sys_sent.items()):
+            got = self.sys_held.get((peer, origin), (0, 0))[0]
+            if got < sent:
+                msg = f"system storage {peer} holds {origin}'s events up to number {got} of {sent}"
+                self._flag("roam_complete", peer, msg, end)
+                return self.violation
         storages = sorted(set(self.ctx.storage_of_pubend.values()))
         for c in sorted(self.connected):
             if not self.connected[c]:

@@ -17,10 +17,13 @@ shaped like guaranteed delivery's (:mod:`gapless.invariants.tracefile`), end rec
     {"pubend", "epoch", "attributes"}}``, ``{"registration": {"storage", "client", "broker",
     "connection", "profile", "start", "last", "confirmed", "cut", "counts", "old_broker",
     "old_counts"}}`` (``counts``: ``[depth, count]`` pairs), ``{"release": {"storage",
-    "epoch", "remaining", "targets", "units"}}`` (``units``, the cluster storages of the
-    finer tier, may be absent: none), ``{"replica": {"source", "epoch", "pubend",
-    "attributes"}}`` (a cluster storage holds the system storage ``source``'s event
-    ``epoch``), or ``{}`` (anything else); ``persisted``: ``{"key"}``;
+    "epoch", "remaining", "targets", "units", "peers"}}`` (``units``, the cluster storages of
+    the finer tier, and ``peers``, the system storages of the system-level links, may be
+    absent: none), ``{"replica": {"source", "epoch", "pubend", "attributes"}}`` (a cluster
+    storage holds the system storage ``source``'s event ``epoch``), ``{"sysin": {"origin",
+    "seq", "epoch"}}`` (a system storage holds system storage ``origin``'s ``seq``-th event
+    destined into its unit, of epoch ``epoch``), or ``{}`` (anything else); ``persisted``:
+    ``{"key"}``;
   - ``send``: ``{"to", "wire"}``, ``drop``: ``{"sender", "to", "wire", "reason"}`` — ``wire``
     is :class:`~gapless.impl.ges.messages.GesWire` as an object (``queue``, ``dests``:
     lists);
@@ -52,7 +55,7 @@ import attrs
 from pyrsistent import pmap
 
 from gapless.impl.effects import Deliver, Persist, deliveries
-from gapless.impl.ges.messages import GesWire, Replicate
+from gapless.impl.ges.messages import GesWire, Replicate, SysForward
 from gapless.impl.ges.node import Registration, Release
 from gapless.impl.ges.storage import ClientRecord
 from gapless.impl.inputs import Connect, Disconnect, Persisted
@@ -144,6 +147,7 @@ def _write_out(ctx: GESContext, p: Persist) -> dict[str, Any]:
                 "remaining": rel.remaining,
                 "targets": list(rel.targets),
                 "units": list(rel.units),
+                "peers": list(rel.peers),
             }
         }
     if kind == "replica":
@@ -156,6 +160,9 @@ def _write_out(ctx: GESContext, p: Persist) -> dict[str, Any]:
                 "attributes": dict(r.attributes),
             }
         }
+    if kind == "sysin":
+        f: SysForward = p.value
+        return {"sysin": {"origin": f.origin, "seq": f.seq, "epoch": f.epoch}}
     return {}
 
 
@@ -297,12 +304,15 @@ def _wire_in(ln: _Line, w: Any) -> GesWire:
         fresh=ln.get(w, "fresh", bool),
         queue=tuple(int(x) for x in ln.get(w, "queue", list)),
         unit=ln.get(w, "unit", str) if isinstance(w, dict) and "unit" in w else "",
+        seq=ln.opt_int(w, "seq") if isinstance(w, dict) and "seq" in w else None,
     )
 
 
 def _write_in(ln: _Line, w: Any) -> Any:
     if not isinstance(w, dict) or len(w) > 1:
-        raise ln.fail(f"write {w!r} is not {{}} or one of log, registration, release, replica")
+        raise ln.fail(
+            f"write {w!r} is not {{}} or one of log, registration, release, replica, sysin"
+        )
     if "log" in w:
         g = w["log"]
         attributes = pmap(ln.get(g, "attributes", dict))
@@ -336,6 +346,7 @@ def _write_in(ln: _Line, w: Any) -> Any:
             remaining=ln.get(g, "remaining", int),
             targets=tuple(map(str, ln.get(g, "targets", list))),
             units=tuple(map(str, ln.get(g, "units", list))) if "units" in g else (),
+            peers=tuple(map(str, ln.get(g, "peers", list))) if "peers" in g else (),
         )
     if "replica" in w:
         g = w["replica"]
@@ -346,8 +357,20 @@ def _write_in(ln: _Line, w: Any) -> Any:
             pubend=ln.get(g, "pubend", str),
             attributes=pmap(ln.get(g, "attributes", dict)),
         )
+    if "sysin" in w:
+        g = w["sysin"]
+        return SysForward(
+            storage="",
+            origin=ln.get(g, "origin", str),
+            seq=ln.get(g, "seq", int),
+            epoch=ln.get(g, "epoch", int),
+            pubend="",
+            attributes=pmap(),
+        )
     if w:
-        raise ln.fail(f"write {w!r} is not {{}} or one of log, registration, release, replica")
+        raise ln.fail(
+            f"write {w!r} is not {{}} or one of log, registration, release, replica, sysin"
+        )
     return None
 
 
@@ -411,6 +434,8 @@ def _durable(p: Persist) -> str | None:
         return "release"
     if t is Replicate:
         return "replica"
+    if t is SysForward:
+        return "sysin"
     return None
 
 

@@ -21,11 +21,13 @@ Theory of operation
   each connection: its workload filter at the first, and at a reconnection, for one in two
   (drawn from the client's name and connection number), another of the workload's filters: a
   profile change, which takes effect at each storage at the cut of the handoff that brings it
-  [GES "Epochs"] (the run's config key ``profile_changes = false`` turns this off);
+  [GES "Epochs"] (the run's config key ``profile_changes = false`` turns this off); the run's
+  config key ``system_links = true`` turns on the system-level sequence numbers and
+  acknowledgements between system storages (:mod:`gapless.impl.ges.syslink`);
   ``message_cost`` — an event message's service
   time and bytes for the world's optional capacity model (``ges-latency``); ``durable`` —
   which write makes what durable (``outbox``, ``log``, ``registration``, ``release``, and
-  for the finer tier ``replica`` and ``unit``);
+  for the finer tier ``replica`` and ``unit``, for the system-level links ``sysin``);
 * decoders: a ``log`` write logs ``(pubend, epoch, attributes)``; a delivered payload is the
   event's attributes; :func:`gapless.impl.ges.messages.wire` summarises messages
   (:class:`~gapless.impl.ges.messages.GesWire`).
@@ -67,6 +69,7 @@ _DURABLE = {
     "release": "release",
     "replica": "replica",
     "unit": "unit",
+    "sysin": "sysin",
 }
 GRANULARITIES: Final = ("super-cluster", "cluster")
 """The replication granularities (run config key ``granularity``; the first is the default)."""
@@ -86,8 +89,11 @@ def fine_storages(graph: nx.Graph) -> dict[str, str]:
     return out
 
 
-def network(graph: nx.Graph, granularity: str = GRANULARITIES[0]) -> Network:
-    """The roles' static network for ``graph`` at ``granularity``."""
+def network(
+    graph: nx.Graph, granularity: str = GRANULARITIES[0], system_links: bool = False
+) -> Network:
+    """The roles' static network for ``graph`` at ``granularity`` (with the system-level
+    links between system storages when ``system_links``)."""
     if granularity not in GRANULARITIES:
         raise RunSpecError(
             f"RunSpec.config: granularity = {granularity!r}; allowed: {', '.join(GRANULARITIES)}"
@@ -109,6 +115,7 @@ def network(graph: nx.Graph, granularity: str = GRANULARITIES[0]) -> Network:
         storage_of=pmap(storage_of),
         brokers=brokers,
         fine_of=fine_of,
+        system_links=system_links,
     )
 
 
@@ -128,8 +135,9 @@ class GESBinding:
         *,
         profile_changes: bool = True,
         granularity: str = GRANULARITIES[0],
+        system_links: bool = False,
     ):
-        self.net = network(graph, granularity)
+        self.net = network(graph, granularity, system_links)
         self.config = config
         self.policy = policy
         self.handle = ges.handle
@@ -207,18 +215,27 @@ def make_binding(spec: Any, graph: nx.Graph, workload: Workload) -> GESBinding:
     overrides = dict(spec.config)
     changes = overrides.pop("profile_changes", True)
     granularity = overrides.pop("granularity", GRANULARITIES[0])
-    if not isinstance(changes, bool):
-        raise RunSpecError(f"RunSpec.config: profile_changes = {changes!r}; expected a bool")
+    links = overrides.pop("system_links", False)
+    for key, flag in (("profile_changes", changes), ("system_links", links)):
+        if not isinstance(flag, bool):
+            raise RunSpecError(f"RunSpec.config: {key} = {flag!r}; expected a bool")
     try:
         config = GESConfig(**overrides)
     except TypeError as exc:
         fields = ", ".join(a.name for a in attrs.fields(GESConfig))
         raise RunSpecError(
-            f"RunSpec.config: {exc}; allowed keys: {fields}, profile_changes, granularity"
+            f"RunSpec.config: {exc}; allowed keys: {fields}, profile_changes, granularity, "
+            "system_links"
         ) from exc
     policy = resolve("ges", spec.variant, ges.PAPER_POLICY, VARIANTS)
     return GESBinding(
-        graph, workload, config, policy, profile_changes=changes, granularity=granularity
+        graph,
+        workload,
+        config,
+        policy,
+        profile_changes=changes,
+        granularity=granularity,
+        system_links=links,
     )
 
 

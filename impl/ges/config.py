@@ -7,7 +7,9 @@ Theory of operation
 hierarchy (addresses, links), which nodes host clients, which nodes host the system stable
 storages, which storage serves each node (the storage of its top-level unit), and the
 replication granularity of ``spec/ges.md``: ``fine_of``, the storage of each node's cluster
-(the finer tier, :mod:`gapless.impl.ges.tier`), empty at ``super-cluster`` granularity.
+(the finer tier, :mod:`gapless.impl.ges.tier`), empty at ``super-cluster`` granularity; and
+whether the system storages exchange sequence numbers and acknowledgements
+(``system_links``, :mod:`gapless.impl.ges.syslink`).
 :class:`GESConfig` holds the timing: how often a
 node retransmits what is unconfirmed (``retry_us``) and how long a stable-storage write takes
 (``write_delay_us``; one delay for every write, so a node's writes complete in the order they
@@ -53,6 +55,9 @@ class Network:
     storage_of: PMap[str, str]
     brokers: tuple[str, ...]
     fine_of: PMap[str, str] = attrs.field(factory=pmap)
+    system_links: bool = False
+    """Whether system storages number and acknowledge the events they destine into each
+    other's top-level units (:mod:`gapless.impl.ges.syslink`)."""
 
     @property
     def fine_storages(self) -> tuple[str, ...]:

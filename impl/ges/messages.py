@@ -28,6 +28,10 @@ one copy crosses each link toward the destinations behind it [GES "Routing event
   client's node (like a ``HandoffAck``'s queue, and for the same reason not an ``EventMsg``:
   gatekeepers judge live events by the client's profile now, a recovery queue holds what its
   profile in force when each was published wanted).
+* The system-level links (``spec/ges.md``, "System-level sequence numbers"):
+  :class:`SysForward` — a system storage hands the system storage of another top-level unit
+  an event destined into it, with the sequence number of that pair; :class:`SysAck` — the
+  receiver holds every one up to a number durably; :class:`SysNack` — it found a gap.
 
 :class:`GesWire` is the protocol's own summary of a message (the registry entry's
 ``wire_schema``): the invariants read sends only through it.
@@ -59,6 +63,9 @@ __all__ = [
     "Routed",
     "Store",
     "Stored",
+    "SysAck",
+    "SysForward",
+    "SysNack",
     "wire",
 ]
 
@@ -173,6 +180,43 @@ class Recovered:
 
 @final
 @attrs.frozen(kw_only=True)
+class SysForward:
+    """System storage ``origin`` hands system storage ``storage`` (of another top-level
+    unit) its event ``epoch``, the ``seq``-th it destined into that unit (the system-level
+    sequence number of :mod:`gapless.impl.ges.syslink`)."""
+
+    storage: str
+    origin: str
+    seq: int
+    epoch: int
+    pubend: str
+    attributes: PMap[str, Any]
+
+
+@final
+@attrs.frozen(kw_only=True)
+class SysAck:
+    """System storage ``unit`` holds durably every event ``storage`` sent it up to sequence
+    number ``upto`` (a positive acknowledgement, cumulative)."""
+
+    storage: str
+    unit: str
+    upto: int
+
+
+@final
+@attrs.frozen(kw_only=True)
+class SysNack:
+    """System storage ``unit`` found a gap: it lacks ``storage``'s sequence number ``want``
+    (a negative acknowledgement: resend from there)."""
+
+    storage: str
+    unit: str
+    want: int
+
+
+@final
+@attrs.frozen(kw_only=True)
 class Routed:
     """``body`` on its way to node ``dest``; ``visited``: the nodes it has been at."""
 
@@ -189,6 +233,9 @@ class Routed:
         | Retrieve
         | Recover
         | Recovered
+        | SysForward
+        | SysAck
+        | SysNack
     )
 
 
@@ -243,7 +290,10 @@ class GesWire:
     whether it registered a new client (``fresh``), the epochs of its recovery ``queue``, and
     the cluster storage (``unit``) of a replicate, replicated, retrieve, recover or recovered
     message
-    (whose ``storage`` is the system storage; a recover's ``queue``: the epochs it asks for)."""
+    (whose ``storage`` is the system storage; a recover's ``queue``: the epochs it asks for);
+    for the system-level links, ``sys_forward`` (``storage`` the origin, ``unit`` the system
+    storage it goes to, ``seq``), ``sys_ack`` (``seq``: up to) and ``sys_nack`` (``seq``:
+    wanted), whose ``storage`` is the origin and ``unit`` the other system storage."""
 
     kind: str
     storage: str = ""
@@ -258,6 +308,7 @@ class GesWire:
     fresh: bool = False
     queue: tuple[int, ...] = ()
     unit: str = ""
+    seq: int | None = None
 
 
 def _body(b: Any) -> GesWire:
@@ -309,6 +360,14 @@ def _body(b: Any) -> GesWire:
             client=b.client,
             queue=tuple(q.epoch for q in b.queue),
         )
+    if t is SysForward:
+        return GesWire(
+            kind="sys_forward", storage=b.origin, unit=b.storage, seq=b.seq, epoch=b.epoch
+        )
+    if t is SysAck:
+        return GesWire(kind="sys_ack", storage=b.storage, unit=b.unit, seq=b.upto)
+    if t is SysNack:
+        return GesWire(kind="sys_nack", storage=b.storage, unit=b.unit, seq=b.want)
     return GesWire(kind="other")
 
 

@@ -65,6 +65,9 @@ from gapless.impl.ges.messages import (
     Routed,
     Store,
     Stored,
+    SysAck,
+    SysForward,
+    SysNack,
 )
 from gapless.impl.ges.policy import GESPolicy
 from gapless.impl.ges.propagation import Interest, passes
@@ -82,6 +85,7 @@ from gapless.impl.ges.storage import (
     recovery_queue,
     store,
 )
+from gapless.impl.ges.syslink import acked, forwards, held, number, rebuild, receive, resend
 from gapless.impl.ges.tier import add_unit, owed
 
 __all__ = [
@@ -99,6 +103,7 @@ __all__ = [
     "replicate",
     "resend_queues",
     "route",
+    "sys_forward",
     "write",
 ]
 
@@ -111,13 +116,15 @@ TICK = ("ges", "tick")
 class Release:
     """A ``release`` record: ``epoch`` left storage ``storage`` with predicate count
     ``remaining``; ``targets`` are the clients it was destined to, ``units`` the cluster
-    storages (the finer tier)."""
+    storages (the finer tier), ``peers`` the system storages of the other top-level units
+    (the system-level links)."""
 
     storage: str
     epoch: int
     remaining: int
     targets: tuple[str, ...]
     units: tuple[str, ...] = ()
+    peers: tuple[str, ...] = ()
 
 
 @final
@@ -178,6 +185,8 @@ def crash(s: NodeState) -> NodeState:
         st = recover(s.name, logs, released, records, s.net.fine_of)
         for key in sorted(k for k in s.disk if k[0] == "unit"):
             st = add_unit(st, s.net.hierarchy, key[2], s.policy)
+        sysin = [(k[2], k[3]) for k in s.disk if k[0] == "sysin"]
+        st = rebuild(st, logs.values(), sysin)
     return NodeState(
         name=s.name,
         net=s.net,
@@ -382,7 +391,45 @@ def on_body(s: NodeState, body: Any, now: int) -> tuple[NodeState, Effects]:
         return _releases(s, (gone,) if gone is not None else ())
     if t is Retrieve:
         return _on_retrieve(s, st, body, now)
+    if t is SysForward or t is SysAck or t is SysNack:
+        return _on_sys(s, st, body, now)
     return s, ()
+
+
+# ------------------------------------------------------------------ system-level links
+
+
+def sys_forward(
+    s: NodeState, ev: StoredEvent, now: int, only: str = ""
+) -> tuple[NodeState, Effects]:
+    """Hand ``ev`` (logged) to every peer system storage that has not acknowledged it
+    (:mod:`gapless.impl.ges.syslink`)."""
+    effects: list[Effect] = []
+    for f in forwards(s.name, ev, only):
+        s, effs = route(s, f.storage, f, frozenset(), now)
+        effects.extend(effs)
+    return s, tuple(effects)
+
+
+def _on_sys(s: NodeState, st: StorageState, body: Any, now: int) -> tuple[NodeState, Effects]:
+    """A system-level message for this system storage: a peer's event (written in
+    sequence), its acknowledgement, or its negative acknowledgement (resend from there)."""
+    if type(body) is SysAck:
+        st2, gone = acked(st, body, s.policy)
+        return _releases(attrs.evolve(s, store=st2), gone)
+    if type(body) is SysNack:
+        effects: list[Effect] = []
+        for ev in resend(st, body):
+            if ("log", s.name, ev.epoch) in s.disk:
+                s, effs = sys_forward(s, ev, now, body.unit)
+                effects.extend(effs)
+        return s, tuple(effects)
+    st2, answer, write_it = receive(st, body, s.policy)
+    s = attrs.evolve(s, store=st2) if st2 is not st else s
+    if write_it:
+        s, p = write(s, ("sysin", s.name, body.origin, body.seq), body)
+        return s, (p,)
+    return route(s, body.origin, answer, frozenset(), now) if answer is not None else (s, ())
 
 
 # ------------------------------------------------------------------ the finer tier
@@ -435,6 +482,8 @@ def _on_retrieve(
 
 def _on_store(s: NodeState, st: StorageState, body: Store, now: int) -> tuple[NodeState, Effects]:
     st2, ev = store(st, body.pubend, body.seq, body.attributes, s.net.brokers, s.policy)
+    if ev is not None and s.net.system_links:
+        st2, ev = number(st2, ev, s.net.storage_of, s.policy)
     if ev is None:
         if body.seq < st.next_seq.get(body.pubend, 0):  # a duplicate: it is logged
             ack = Stored(storage=s.name, pubend=body.pubend, seq=body.seq)
@@ -454,6 +503,7 @@ def _releases(s: NodeState, gone: tuple[StoredEvent, ...]) -> tuple[NodeState, E
             remaining=ev.remaining,
             targets=tuple(sorted(ev.targets)),
             units=tuple(sorted(ev.units)),
+            peers=tuple(sorted(ev.peers)),
         )
         s, p = write(s, ("release", s.name, ev.epoch), rel)
         effects.append(p)
@@ -605,11 +655,15 @@ def on_written(s: NodeState, key: Any, now: int) -> tuple[NodeState, Effects]:
         s = attrs.evolve(s, sent_at=s.sent_at.set(ev.epoch, now))
         s, more = forward_event(s, event_msg(s, ev), now)
         s, copies = replicate(s, ev, now)
-        return s, (*effs, *more, *copies)
+        s, across = sys_forward(s, ev, now)
+        return s, (*effs, *more, *copies, *across)
     if kind == "replica":
         r: Replicate = value
         done = Replicated(storage=r.source, unit=s.name, epoch=r.epoch)
         return route(s, r.source, done, frozenset(), now)
+    if kind == "sysin" and s.store is not None:
+        st, ack = held(s.store, value)
+        return route(attrs.evolve(s, store=st), ack.storage, ack, frozenset(), now)
     if kind == "client" and s.store is not None:
         reg: Registration = value
         rec = s.store.clients.get(reg.client)

@@ -14,6 +14,14 @@ values of it. Every function is module-level, so a policy pickles by reference.
   destination confirms receipt.
 * ``unit_count(units)`` [GES "Stable storages"]: what the cluster storages an event is
   destined to add to its predicate count at the system storage — one each (the finer tier).
+* ``peer_count(peers)`` [GES "Stable storages"]: what the system storages of the other
+  top-level units an event is destined into add to its predicate count — one each (the
+  system-level links, :mod:`gapless.impl.ges.syslink`).
+* ``sys_verdict(seq, expect)`` [GES "Stable storages": sequence numbers let a system storage
+  "conjecture the events that they should have received from any other system storage"]:
+  what a system storage does with the ``seq``-th event of a link whose next expected number
+  is ``expect`` — ``"write"`` it (the next one), take it for ``"old"`` (held or being
+  written: acknowledge), or see a ``"gap"`` (negative acknowledgement).
 * ``route`` [GES "Routing events"]: the next hop toward a destination
   (:func:`gapless.impl.ges.connectivity.next_hop`: cheapest path avoiding suspected links).
 * ``unregister(graph, profile, dest)`` [GES "Profiles and the profile graph"]: the profile
@@ -62,6 +70,13 @@ def one_per_unit(units: int) -> int:
     return units
 
 
+def next_in_sequence(seq: int, expect: int) -> str:
+    """Write only the next sequence number; an older one is held, a newer one is a gap."""
+    if seq == expect:
+        return "write"
+    return "old" if seq < expect else "gap"
+
+
 def unregister_counted(graph: ProfileGraph, profile: str, dest: str) -> ProfileGraph:
     """Decrement the reference counts along the profile's edges."""
     return graph.remove(profile, dest)
@@ -93,6 +108,8 @@ class GESPolicy:
     effective_epoch: Callable[[int | None, int, int], int] = presented_epoch
     decrement: Callable[[int], int] = decrement_once
     unit_count: Callable[[int], int] = one_per_unit
+    peer_count: Callable[[int], int] = one_per_unit
+    sys_verdict: Callable[[int, int], str] = next_in_sequence
     route: RouteRule = next_hop
     unregister: Callable[[ProfileGraph, str, str], ProfileGraph] = unregister_counted
     unregister_unit: Callable[[ProfileGraph, str, str], ProfileGraph] = unregister_counted

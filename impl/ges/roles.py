@@ -55,6 +55,7 @@ from gapless.impl.ges.node import (
     replicate,
     resend_queues,
     route,
+    sys_forward,
     write,
 )
 from gapless.impl.ges.propagation import merge
@@ -222,6 +223,8 @@ def _retransmit(s: NodeState, now: int) -> Step:
         s, effs = forward_event(s, event_msg(s, ev), now)
         effects.extend(effs)
         s, effs = replicate(s, ev, now)
+        effects.extend(effs)
+        s, effs = sys_forward(s, ev, now)
         effects.extend(effs)
     return attrs.evolve(s, sent_at=sent_at), tuple(effects)
 

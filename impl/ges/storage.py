@@ -57,6 +57,7 @@ __all__ = [
     "StorageState",
     "StoredEvent",
     "confirm",
+    "confirm_peer",
     "confirm_unit",
     "handoff",
     "recover",
@@ -85,6 +86,12 @@ class StoredEvent:
     granularity)."""
     units_pending: PSet[str] = attrs.field(factory=pset)
     """Those that have not confirmed receipt yet."""
+    peers: PMap[str, int] = attrs.field(factory=pmap)
+    """The system storages of the other top-level units it is destined into, each with the
+    event's system-level sequence number for that pair (:mod:`gapless.impl.ges.syslink`;
+    empty unless the run's config turns the system links on)."""
+    peers_pending: PSet[str] = attrs.field(factory=pset)
+    """Those that have not acknowledged it yet."""
 
 
 @final
@@ -132,6 +139,15 @@ class StorageState:
     fine_of: PMap[str, str] = attrs.field(factory=pmap)
     """Per node, the storage of its cluster (the finer tier; empty at super-cluster
     granularity): an event is also destined to the cluster storages of its destinations."""
+    peer_next: PMap[str, int] = attrs.field(factory=pmap)
+    """Per other system storage, the next system-level sequence number to give (from 1)."""
+    sys_expect: PMap[str, int] = attrs.field(factory=pmap)
+    """Per origin system storage, the next sequence number this storage will write."""
+    sys_held: PMap[str, int] = attrs.field(factory=pmap)
+    """Per origin system storage, the highest sequence number held durably (acknowledged)."""
+    sys_nacked: PMap[str, int] = attrs.field(factory=pmap)
+    """Per origin, the sequence number last asked for by a negative acknowledgement (one
+    ask per gap; the origin's retransmission timer covers a lost one)."""
 
 
 def _wait(waiting: PMap[str, PSet[int]], client: str, epoch: int, on: bool) -> PMap[str, PSet[int]]:
@@ -217,6 +233,20 @@ def confirm_unit(
     counted = policy.unit_count(1) > 0  # a unit the count never held takes nothing from it
     remaining = policy.decrement(ev.remaining) if counted else ev.remaining
     ev = attrs.evolve(ev, units_pending=ev.units_pending.remove(unit), remaining=remaining)
+    return _settle(st, ev, st.waiting)
+
+
+def confirm_peer(
+    st: StorageState, epoch: int, peer: str, policy: GESPolicy
+) -> tuple[StorageState, StoredEvent | None]:
+    """System storage ``peer`` acknowledged ``epoch`` (it holds it durably): as
+    :func:`confirm_unit`, once per peer."""
+    ev = st.events.get(epoch)
+    if ev is None or peer not in ev.peers_pending:
+        return st, None
+    counted = policy.peer_count(1) > 0
+    remaining = policy.decrement(ev.remaining) if counted else ev.remaining
+    ev = attrs.evolve(ev, peers_pending=ev.peers_pending.remove(peer), remaining=remaining)
     return _settle(st, ev, st.waiting)
 
 
@@ -318,9 +348,15 @@ def recover(
         if e in released or not ev.targets:
             continue
         pending = pset(c for c in ev.targets if records.get(c) is None or records[c].confirmed < e)
-        if pending or ev.units:
-            count = len(pending) + len(ev.units)
-            events[e] = attrs.evolve(ev, pending=pending, remaining=count, units_pending=ev.units)
+        if pending or ev.units or ev.peers:
+            count = len(pending) + len(ev.units) + len(ev.peers)
+            events[e] = attrs.evolve(
+                ev,
+                pending=pending,
+                remaining=count,
+                units_pending=ev.units,
+                peers_pending=pset(ev.peers),
+            )
     waiting: dict[str, set[int]] = {}
     for e, ev in events.items():
         for c in ev.pending:

@@ -43,6 +43,20 @@ def units_uncounted(units: int) -> int:
     return 0
 
 
+def write_past_gap(seq: int, expect: int) -> str:
+    """Bug: a system storage writes any newer sequence number, skipping the ones it lacks
+    (no negative acknowledgement): the skipped events are taken for held."""
+    if seq >= expect:
+        return "write"
+    return "old"
+
+
+def write_again(seq: int, expect: int) -> str:
+    """Bug: a system storage writes a number it already holds again (a retransmission is not
+    recognised as one)."""
+    return "write" if seq <= expect else "gap"
+
+
 def route_through_suspected(
     h: Hierarchy,
     vertex: str,
@@ -128,6 +142,36 @@ VARIANTS: Final[dict[str, Variant]] = {
             '"Stable storages": the predicate count is decremented as finer-grained storages '
             "confirm receipt]: it releases an event before every cluster storage holds it.",
             unit_count=units_uncounted,
+        ),
+        _bug(
+            "sys-skip-gap",
+            ("system_sequence", "release_after_confirm"),
+            ("drop",),
+            "With the system-level links (run config system_links = true), a system storage "
+            "writes an event of another unit's storage whose sequence number is past a gap "
+            'instead of asking for the missing one [GES "Stable storages": negative '
+            "acknowledgements]: its cumulative acknowledgement then covers an event it never "
+            "held, and the origin releases it.",
+            sys_verdict=write_past_gap,
+        ),
+        _bug(
+            "sys-write-again",
+            ("system_sequence",),
+            ("drop",),
+            "With the system-level links, a system storage writes again an event of another "
+            "unit's storage it already holds when the origin retransmits it (after a lost "
+            'acknowledgement or the origin\'s restart) [GES "Stable storages": sequence '
+            "numbers tell a system storage which events it has]: a duplicate.",
+            sys_verdict=write_again,
+        ),
+        _bug(
+            "release-before-peers",
+            ("release_after_confirm",),
+            (),
+            "With the system-level links, the system storages of the other units an event is "
+            "destined into add nothing to its predicate count: the origin releases it before "
+            "they hold it.",
+            peer_count=units_uncounted,
         ),
         _bug(
             "route-through-suspected",

@@ -10,9 +10,11 @@ from functools import cache
 import attrs
 import pytest
 from _runs import MIXED, run, spec
+from pyrsistent import pmap
 
-from gapless.impl.effects import Deliver
-from gapless.impl.ges.messages import GesWire
+from gapless.impl.effects import Deliver, Persist
+from gapless.impl.ges.messages import GesWire, SysForward
+from gapless.impl.inputs import Persisted
 from gapless.impl.trace import Fault, Sent, TraceRecord
 from gapless.invariants.ges import INVARIANTS, GESChecker
 from gapless.models.run import run_context
@@ -143,6 +145,26 @@ def registration_miscounted(trace: Trace) -> Trace:
     return _renumber(rs)
 
 
+def sysin_past_a_gap(trace: Trace) -> Trace:
+    """Storage n7 completes a ``sysin`` write of number 2 from n2 (a logged event of n2's)
+    that it never held number 1 of (the system-level links)."""
+    i = next(
+        i
+        for i, r in enumerate(trace)
+        if r.kind == "persisted" and r.detail.key[0] == "log" and r.node == "n2"
+    )
+    epoch = trace[i].detail.key[2]
+    f = SysForward(storage="n7", origin="n2", seq=2, epoch=epoch, pubend="", attributes=pmap())
+    key = ("sysin", "n7", "n2", 2)
+    at = trace[i].time
+    fake = [
+        attrs.evolve(trace[i], node="n7", kind="persist", detail=Persist(key=key, value=f)),
+        attrs.evolve(trace[i], node="n7", kind="persisted", detail=Persisted(key=key), time=at),
+    ]
+    rs = list(trace)
+    return _renumber(rs[: i + 1] + fake + rs[i + 1 :])
+
+
 MUTATIONS: dict[str, Callable[[Trace], Trace]] = {
     "roam_exactly_once": duplicate_delivery,
     "roam_order": swapped_deliveries,
@@ -151,6 +173,7 @@ MUTATIONS: dict[str, Callable[[Trace], Trace]] = {
     "avoid_suspected": sent_over_failed_link,
     "reference_counts": registration_miscounted,
     "release_after_confirm": release_first,
+    "system_sequence": sysin_past_a_gap,
 }
 
 

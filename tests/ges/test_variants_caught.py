@@ -15,6 +15,10 @@ ROAMS = tuple(
 FINE_CRASHES = (fault("crash", 1.0, 0.8, "n3", 1), fault("crash", 1.3, 0.5, "n8", 2))
 """Two cluster storages crash (the finer tier: run config granularity = "cluster")."""
 CLUSTER = {"config": {"granularity": "cluster"}}
+LINKS = {"config": {"system_links": True}}
+LOSSY = (fault("drop", 0.5, 2.0, "n3|n5", 1, probability=0.8),)
+"""The link between the two super-clusters on n2's route to n7 loses most messages: events
+n2 forwards to n7 and n2's acknowledgements of n7's events (the system-level links)."""
 SAME_PROFILE = WorkloadSpec(rate_per_pubend=10.0, filters="keys", keys=1, subscribers_per_shb=2)
 CASES = {
     "epoch-at-reconnect": ("release_after_confirm", MIXED, {}),
@@ -26,6 +30,9 @@ CASES = {
     "recovery-from-new-profile": ("release_after_confirm", MIXED, {}),
     "gatekeeper-no-edge-refcount": ("roam_complete", ROAMS, {"workload": SAME_PROFILE}),
     "release-before-units": ("release_after_confirm", FINE_CRASHES, CLUSTER),
+    "sys-skip-gap": ("system_sequence", LOSSY, LINKS),
+    "sys-write-again": ("system_sequence", LOSSY, LINKS),
+    "release-before-peers": ("release_after_confirm", MIXED, LINKS),
 }
 
 
