@@ -23,7 +23,10 @@ Theory of operation
   profile change, which takes effect at each storage at the cut of the handoff that brings it
   [GES "Epochs"] (the run's config key ``profile_changes = false`` turns this off); the run's
   config key ``system_links = true`` turns on the system-level sequence numbers and
-  acknowledgements between system storages (:mod:`gapless.impl.ges.syslink`);
+  acknowledgements between system storages (:mod:`gapless.impl.ges.syslink`), and
+  ``storage_joins = "n3@1.5"`` adds cluster storage n3 while the run goes, 1.5 s in (at
+  ``cluster`` granularity: until then no system storage knows it; it retrieves what it lacks,
+  epochs kept);
   ``message_cost`` — an event message's service
   time and bytes for the world's optional capacity model (``ges-latency``); ``durable`` —
   which write makes what durable (``outbox``, ``log``, ``registration``, ``release``, and
@@ -48,6 +51,7 @@ from pyrsistent import pmap
 
 from gapless.impl import ges
 from gapless.impl.effects import Persist
+from gapless.impl.errors import ProtocolMisuse
 from gapless.impl.ges.addressing import Hierarchy
 from gapless.impl.ges.config import GESConfig, Network
 from gapless.impl.ges.messages import EventMsg, Routed, Store, wire
@@ -89,11 +93,34 @@ def fine_storages(graph: nx.Graph) -> dict[str, str]:
     return out
 
 
+def parse_joins(text: str) -> dict[str, int]:
+    """The run config value ``storage_joins``: ``"node@seconds"`` items separated by commas
+    (``"n3@1.5"``: cluster storage n3 joins 1.5 s into the run), as node -> µs."""
+    out: dict[str, int] = {}
+    for item in (x.strip() for x in text.split(",") if x.strip()):
+        node, _, at = item.partition("@")
+        try:
+            seconds = float(at)
+        except ValueError:
+            seconds = -1.0
+        if not node or seconds < 0:
+            raise RunSpecError(
+                f"RunSpec.config: storage_joins item {item!r} is not node@seconds "
+                '(e.g. "n3@1.5", seconds >= 0)'
+            )
+        out[node] = int(seconds * 1_000_000)
+    return out
+
+
 def network(
-    graph: nx.Graph, granularity: str = GRANULARITIES[0], system_links: bool = False
+    graph: nx.Graph,
+    granularity: str = GRANULARITIES[0],
+    system_links: bool = False,
+    joins: Mapping[str, int] | None = None,
 ) -> Network:
     """The roles' static network for ``graph`` at ``granularity`` (with the system-level
-    links between system storages when ``system_links``)."""
+    links between system storages when ``system_links``; ``joins``: cluster storages added
+    while the run goes, node -> µs)."""
     if granularity not in GRANULARITIES:
         raise RunSpecError(
             f"RunSpec.config: granularity = {granularity!r}; allowed: {', '.join(GRANULARITIES)}"
@@ -109,14 +136,18 @@ def network(
         storage_of[n] = next(s for s in storages if h.unit(s, h.depth) == top)
     brokers = tuple(sorted(n for n, d in graph.nodes(data=True) if d["role"] == "shb"))
     fine_of = pmap(fine_storages(graph)) if granularity == "cluster" else pmap()
-    return Network(
-        hierarchy=h,
-        storages=storages,
-        storage_of=pmap(storage_of),
-        brokers=brokers,
-        fine_of=fine_of,
-        system_links=system_links,
-    )
+    try:
+        return Network(
+            hierarchy=h,
+            storages=storages,
+            storage_of=pmap(storage_of),
+            brokers=brokers,
+            fine_of=fine_of,
+            system_links=system_links,
+            joins=pmap(joins or {}),
+        )
+    except ProtocolMisuse as exc:
+        raise RunSpecError(f"RunSpec.config: storage_joins: {exc}") from exc
 
 
 @final
@@ -136,8 +167,9 @@ class GESBinding:
         profile_changes: bool = True,
         granularity: str = GRANULARITIES[0],
         system_links: bool = False,
+        joins: Mapping[str, int] | None = None,
     ):
-        self.net = network(graph, granularity, system_links)
+        self.net = network(graph, granularity, system_links, joins)
         self.config = config
         self.policy = policy
         self.handle = ges.handle
@@ -216,6 +248,9 @@ def make_binding(spec: Any, graph: nx.Graph, workload: Workload) -> GESBinding:
     changes = overrides.pop("profile_changes", True)
     granularity = overrides.pop("granularity", GRANULARITIES[0])
     links = overrides.pop("system_links", False)
+    joins = overrides.pop("storage_joins", "")
+    if not isinstance(joins, str):
+        raise RunSpecError(f"RunSpec.config: storage_joins = {joins!r}; expected a string")
     for key, flag in (("profile_changes", changes), ("system_links", links)):
         if not isinstance(flag, bool):
             raise RunSpecError(f"RunSpec.config: {key} = {flag!r}; expected a bool")
@@ -225,7 +260,7 @@ def make_binding(spec: Any, graph: nx.Graph, workload: Workload) -> GESBinding:
         fields = ", ".join(a.name for a in attrs.fields(GESConfig))
         raise RunSpecError(
             f"RunSpec.config: {exc}; allowed keys: {fields}, profile_changes, granularity, "
-            "system_links"
+            "system_links, storage_joins"
         ) from exc
     policy = resolve("ges", spec.variant, ges.PAPER_POLICY, VARIANTS)
     return GESBinding(
@@ -236,6 +271,7 @@ def make_binding(spec: Any, graph: nx.Graph, workload: Workload) -> GESBinding:
         profile_changes=changes,
         granularity=granularity,
         system_links=links,
+        joins=parse_joins(joins),
     )
 
 

@@ -58,6 +58,16 @@ class Network:
     system_links: bool = False
     """Whether system storages number and acknowledge the events they destine into each
     other's top-level units (:mod:`gapless.impl.ges.syslink`)."""
+    joins: PMap[str, int] = attrs.field(factory=pmap)
+    """Cluster storages *added while the run goes*: each joins at the time given (µs); until
+    then the system storages do not know it, and it learns nothing (storage addition,
+    :mod:`gapless.impl.ges.tier`)."""
+
+    @property
+    def boot_fine_of(self) -> PMap[str, str]:
+        """``fine_of`` as the system storages know it at boot: without the cluster storages
+        that join later (they are learned from their ``Retrieve``)."""
+        return pmap({n: f for n, f in self.fine_of.items() if f not in self.joins})
 
     @property
     def fine_storages(self) -> tuple[str, ...]:
@@ -76,6 +86,12 @@ class Network:
             raise ProtocolMisuse(
                 f"Network: a cluster storage must be a node of the cluster it serves; wrong for "
                 f"{sorted(wrong)}"
+            )
+        late = sorted(f for f, at in self.joins.items() if f not in self.fine_storages or at < 0)
+        if late:
+            raise ProtocolMisuse(
+                f"Network: only a cluster storage can join while the run goes, at a time >= 0; "
+                f"wrong for {late}; cluster storages: {', '.join(self.fine_storages) or 'none'}"
             )
         bad = [s for s in (*self.storages, *self.storage_of.values()) if s not in nodes]
         missing = [n for n in nodes if n not in self.storage_of]

@@ -22,7 +22,9 @@ one copy crosses each link toward the destinations behind it [GES "Routing event
   storage hands a cluster's storage one stored event with its epoch; :class:`Replicated` — the
   cluster's storage has it durably (the system storage's predicate count for that unit is
   decremented); :class:`Retrieve` — a cluster's storage (added, booted or recovered) asks a
-  system storage for the events destined to its cluster that it lacks; :class:`Recover` — a
+  system storage for the events destined to its cluster that it lacks (resent every tick
+  until answered), :class:`Retrieved` — the system storage's answer once it recorded the
+  cluster storage durably; :class:`Recover` — a
   system storage asks the cluster storage a reconnecting client left to send it the events of
   its recovery queue that cluster storage holds; :class:`Recovered` — those events, to the
   client's node (like a ``HandoffAck``'s queue, and for the same reason not an ``EventMsg``:
@@ -60,6 +62,7 @@ __all__ = [
     "Replicate",
     "Replicated",
     "Retrieve",
+    "Retrieved",
     "Routed",
     "Store",
     "Stored",
@@ -153,6 +156,16 @@ class Retrieve:
 
 @final
 @attrs.frozen(kw_only=True)
+class Retrieved:
+    """System storage ``source`` has recorded cluster storage ``storage`` durably (its
+    answer to a ``Retrieve``: the cluster storage stops resending it)."""
+
+    storage: str
+    source: str
+
+
+@final
+@attrs.frozen(kw_only=True)
 class Recover:
     """System storage ``source`` asks cluster storage ``storage`` to send ``client``, now at
     node ``broker``, its events ``items`` (``(epoch, prev)`` pairs: the recovery queue's
@@ -231,6 +244,7 @@ class Routed:
         | Replicate
         | Replicated
         | Retrieve
+        | Retrieved
         | Recover
         | Recovered
         | SysForward
@@ -344,6 +358,8 @@ def _body(b: Any) -> GesWire:
         return GesWire(kind="replicated", storage=b.storage, epoch=b.epoch, unit=b.unit)
     if t is Retrieve:
         return GesWire(kind="retrieve", storage=b.storage, unit=b.unit)
+    if t is Retrieved:
+        return GesWire(kind="retrieved", storage=b.source, unit=b.storage)
     if t is Recover:
         return GesWire(
             kind="recover",

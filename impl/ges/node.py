@@ -62,6 +62,7 @@ from gapless.impl.ges.messages import (
     Replicate,
     Replicated,
     Retrieve,
+    Retrieved,
     Routed,
     Store,
     Stored,
@@ -71,6 +72,7 @@ from gapless.impl.ges.messages import (
 )
 from gapless.impl.ges.policy import GESPolicy
 from gapless.impl.ges.propagation import Interest, passes
+from gapless.impl.ges.records import Registration, Release
 from gapless.impl.ges.session import Session, offer, start_session
 from gapless.impl.ges.storage import (
     ClientRecord,
@@ -113,37 +115,6 @@ TICK = ("ges", "tick")
 
 @final
 @attrs.frozen(kw_only=True)
-class Release:
-    """A ``release`` record: ``epoch`` left storage ``storage`` with predicate count
-    ``remaining``; ``targets`` are the clients it was destined to, ``units`` the cluster
-    storages (the finer tier), ``peers`` the system storages of the other top-level units
-    (the system-level links)."""
-
-    storage: str
-    epoch: int
-    remaining: int
-    targets: tuple[str, ...]
-    units: tuple[str, ...] = ()
-    peers: tuple[str, ...] = ()
-
-
-@final
-@attrs.frozen(kw_only=True)
-class Registration:
-    """A ``registration`` record: the client's new record at ``storage``; ``counts`` the
-    profile graph's reference counts along its profile's edges at its new node and
-    ``old_counts`` at the node it left (``(depth, count)`` pairs)."""
-
-    storage: str
-    client: str
-    record: ClientRecord
-    counts: tuple[tuple[int, int], ...]
-    old_broker: str
-    old_counts: tuple[tuple[int, int], ...]
-
-
-@final
-@attrs.frozen(kw_only=True)
 class NodeState:
     """One node (see module doc)."""
 
@@ -163,11 +134,14 @@ class NodeState:
     disk: PMap[Any, Any] = attrs.field(factory=pmap)
     writes: PMap[Any, Any] = attrs.field(factory=pmap)
     sent_at: PMap[int, int] = attrs.field(factory=pmap)
+    retrieved: frozenset[str] = frozenset()
+    """A cluster storage: the system storages that answered its ``Retrieve`` (soft state: a
+    restart asks again)."""
 
 
 def initial_state(name: str, net: Network, config: GESConfig, policy: GESPolicy) -> NodeState:
     """A node at boot: a storage node starts its (empty) storage."""
-    st = StorageState(name=name, fine_of=net.fine_of) if name in net.storages else None
+    st = StorageState(name=name, fine_of=net.boot_fine_of) if name in net.storages else None
     return NodeState(name=name, net=net, config=config, policy=policy, store=st)
 
 
@@ -182,7 +156,7 @@ def crash(s: NodeState) -> NodeState:
         logs = {k[2]: v[0] for k, v in s.disk.items() if k[0] == "log"}
         released = {k[2] for k in s.disk if k[0] == "release"}
         records = {k[2]: v.record for k, v in s.disk.items() if k[0] == "client"}
-        st = recover(s.name, logs, released, records, s.net.fine_of)
+        st = recover(s.name, logs, released, records, s.net.boot_fine_of)
         for key in sorted(k for k in s.disk if k[0] == "unit"):
             st = add_unit(st, s.net.hierarchy, key[2], s.policy)
         sysin = [(k[2], k[3]) for k in s.disk if k[0] == "sysin"]
@@ -369,6 +343,10 @@ def on_body(s: NodeState, body: Any, now: int) -> tuple[NodeState, Effects]:
         return _on_recover(s, body, now)
     if t is Recovered:
         return _on_recovered(s, body, now)
+    if t is Retrieved and body.storage == s.name:
+        if body.source in s.retrieved:
+            return s, ()
+        return attrs.evolve(s, retrieved=s.retrieved | {body.source}), ()
     if t is Stored:
         key = (body.pubend, body.seq)
         if key not in s.outbox:
@@ -472,6 +450,9 @@ def _on_retrieve(
         s = attrs.evolve(s, store=st2)
         s, p = write(s, ("unit", s.name, r.unit), r)
         effects.append(p)
+    elif ("unit", s.name, r.unit) not in s.writes:  # known already: answer now
+        s, effs = route(s, r.unit, Retrieved(storage=r.unit, source=s.name), frozenset(), now)
+        effects.extend(effs)
     for ev in owed(st2, r.unit):
         if ("log", s.name, ev.epoch) in s.disk:
             one = attrs.evolve(ev, units_pending=ev.units_pending.intersection({r.unit}))
@@ -591,7 +572,7 @@ def resend_queues(s: NodeState, now: int) -> tuple[NodeState, Effects]:
     have failed, and a queue's events may not pass the gatekeepers as live events: they are
     judged by the client's profile now)."""
     st = s.store
-    if st is None or not st.fine_of:
+    if st is None or not s.net.fine_of:
         return s, ()
     effects: list[Effect] = []
     for client in sorted(st.waiting):
@@ -661,6 +642,9 @@ def on_written(s: NodeState, key: Any, now: int) -> tuple[NodeState, Effects]:
         r: Replicate = value
         done = Replicated(storage=r.source, unit=s.name, epoch=r.epoch)
         return route(s, r.source, done, frozenset(), now)
+    if kind == "unit":
+        done = Retrieved(storage=value.unit, source=s.name)
+        return route(s, value.unit, done, frozenset(), now)
     if kind == "sysin" and s.store is not None:
         st, ack = held(s.store, value)
         return route(attrs.evolve(s, store=st), ack.storage, ack, frozenset(), now)

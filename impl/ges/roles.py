@@ -8,7 +8,9 @@ of tests). What each handler does is in :mod:`gapless.impl.ges.node`'s theory of
 here are the inputs:
 
 * ``Restart`` — boot or restart: arm the retransmission tick; a cluster storage (the finer
-  tier, :mod:`gapless.impl.ges.tier`) sends every system storage a ``Retrieve``;
+  tier, :mod:`gapless.impl.ges.tier`) sends every system storage a ``Retrieve`` (one added
+  while the run goes, ``Network.joins``, from the first tick after it joined), resent every
+  tick until each answers ``Retrieved``;
 * ``Publish`` — a client publishes here: write the event to the outbox;
 * ``Persisted`` — a write completed (:func:`~gapless.impl.ges.node.on_written`);
 * ``Receive`` — a routed message (forwarded, or handled when addressed here) or an event;
@@ -79,9 +81,20 @@ Step = tuple[NodeState, tuple[Effect, ...]]
 def on_restart(s: NodeState, inp: Restart, now: int) -> Step:
     """Arm the tick; a cluster storage asks every system storage for what it lacks
     (:mod:`gapless.impl.ges.tier`)."""
-    effects: list[Effect] = [SetTimer(key=TICK, at=now + s.config.retry_us)]
-    if s.name in s.net.fine_storages:
-        for storage in s.net.storages:
+    s, effects = retrieve(s, now)
+    return s, (SetTimer(key=TICK, at=now + s.config.retry_us), *effects)
+
+
+def retrieve(s: NodeState, now: int) -> Step:
+    """A cluster storage (once it has joined, for one added while the run goes) sends a
+    ``Retrieve`` to every system storage that has not answered it yet: at boot and restart,
+    and again every tick, so a lost one is resent [GES "Stable storages": storage
+    addition]."""
+    if s.name not in s.net.fine_storages or now < s.net.joins.get(s.name, 0):
+        return s, ()
+    effects: list[Effect] = []
+    for storage in s.net.storages:
+        if storage not in s.retrieved:
             s, effs = route(s, storage, Retrieve(storage=storage, unit=s.name), frozenset(), now)
             effects.extend(effs)
     return s, tuple(effects)
@@ -239,6 +252,8 @@ def on_timer(s: NodeState, inp: TimerFired, now: int) -> Step:
     s, effs = _retransmit(s, now)
     effects.extend(effs)
     s, effs = resend_queues(s, now)
+    effects.extend(effs)
+    s, effs = retrieve(s, now)
     effects.extend(effs)
     for client in sorted(s.sessions):
         s, effs = handoffs(s, s.sessions[client], now)
