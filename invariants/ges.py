@@ -39,7 +39,9 @@ Invariants (:data:`INVARIANTS`):
 * ``release_after_confirm`` — a storage releases an event only after it was delivered to
   every client it was destined to and, with the finer tier, after every cluster storage it
   was destined to holds it durably (its completed ``replica`` write under the system
-  storage's epoch) and, with the system-level links, after every system storage of another
+  storage's epoch); a cluster storage releases its replica of an event (its completed
+  ``replica_release`` write) only after every client the event was destined to received it;
+  and, with the system-level links, after every system storage of another
   top-level unit it was destined into holds it (its completed ``sysin`` write) [GES "Stable
   storages"];
 * ``system_sequence`` — with the system-level links (``gapless.impl.ges.syslink``), each
@@ -61,7 +63,7 @@ from typing import Any, Final, final
 import attrs
 
 from gapless.impl.effects import Deliver, DeliverCohort, Persist, deliveries
-from gapless.impl.ges.messages import GesWire
+from gapless.impl.ges.messages import GesWire, Unreplicate
 from gapless.impl.ges.node import Registration, Release
 from gapless.impl.ges.profiles import path_of
 from gapless.impl.trace import Fault, TraceRecord
@@ -304,8 +306,16 @@ class GESChecker:
             self._release(r, p.value)
         elif kind == "replica":
             self.replicas.add((r.node, p.value.source, p.value.epoch))
+        elif kind == "replica_release":
+            self._replica_release(r, p.value)
         elif kind == "sysin":
             self._sysin(r, p.value.origin, p.value.seq, p.value.epoch)
+
+    def _replica_release(self, r: TraceRecord, u: Unreplicate) -> None:
+        for c in u.targets:
+            if (c, u.source, u.epoch) not in self.delivered:
+                msg = f"replica of epoch {u.epoch} of {u.source} released before {c} received it"
+                self._flag("release_after_confirm", r.node, msg, r)
 
     def _sysin(self, r: TraceRecord, origin: str, seq: int, epoch: int) -> None:
         last_seq, last_epoch = self.sys_held.get((r.node, origin), (0, 0))

@@ -22,7 +22,9 @@ shaped like guaranteed delivery's (:mod:`gapless.invariants.tracefile`), end rec
     absent: none), ``{"replica": {"source", "epoch", "pubend", "attributes"}}`` (a cluster
     storage holds the system storage ``source``'s event ``epoch``), ``{"sysin": {"origin",
     "seq", "epoch"}}`` (a system storage holds system storage ``origin``'s ``seq``-th event
-    destined into its unit, of epoch ``epoch``), or ``{}`` (anything else); ``persisted``:
+    destined into its unit, of epoch ``epoch``), ``{"replica_release": {"source", "epoch",
+    "targets"}}`` (a cluster storage released its replica of ``source``'s event ``epoch``,
+    destined to ``targets``), or ``{}`` (anything else); ``persisted``:
     ``{"key"}``;
   - ``send``: ``{"to", "wire"}``, ``drop``: ``{"sender", "to", "wire", "reason"}`` — ``wire``
     is :class:`~gapless.impl.ges.messages.GesWire` as an object (``queue``, ``dests``:
@@ -55,7 +57,7 @@ import attrs
 from pyrsistent import pmap
 
 from gapless.impl.effects import Deliver, Persist, deliveries
-from gapless.impl.ges.messages import GesWire, Replicate, SysForward
+from gapless.impl.ges.messages import GesWire, Replicate, SysForward, Unreplicate
 from gapless.impl.ges.node import Registration, Release
 from gapless.impl.ges.storage import ClientRecord
 from gapless.impl.inputs import Connect, Disconnect, Persisted
@@ -158,6 +160,15 @@ def _write_out(ctx: GESContext, p: Persist) -> dict[str, Any]:
                 "epoch": r.epoch,
                 "pubend": r.pubend,
                 "attributes": dict(r.attributes),
+            }
+        }
+    if kind == "replica_release":
+        u: Unreplicate = p.value
+        return {
+            "replica_release": {
+                "source": u.source,
+                "epoch": u.epoch,
+                "targets": list(u.targets),
             }
         }
     if kind == "sysin":
@@ -357,6 +368,14 @@ def _write_in(ln: _Line, w: Any) -> Any:
             pubend=ln.get(g, "pubend", str),
             attributes=pmap(ln.get(g, "attributes", dict)),
         )
+    if "replica_release" in w:
+        g = w["replica_release"]
+        return Unreplicate(
+            storage="",
+            source=ln.get(g, "source", str),
+            epoch=ln.get(g, "epoch", int),
+            targets=tuple(map(str, ln.get(g, "targets", list))),
+        )
     if "sysin" in w:
         g = w["sysin"]
         return SysForward(
@@ -436,6 +455,8 @@ def _durable(p: Persist) -> str | None:
         return "replica"
     if t is SysForward:
         return "sysin"
+    if t is Unreplicate:
+        return "replica_release"
     return None
 
 

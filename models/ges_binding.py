@@ -30,7 +30,8 @@ Theory of operation
   ``message_cost`` — an event message's service
   time and bytes for the world's optional capacity model (``ges-latency``); ``durable`` —
   which write makes what durable (``outbox``, ``log``, ``registration``, ``release``, and
-  for the finer tier ``replica`` and ``unit``, for the system-level links ``sysin``);
+  for the finer tier ``replica``, ``unit`` and ``replica_release``, for the system-level
+  links ``sysin``);
 * decoders: a ``log`` write logs ``(pubend, epoch, attributes)``; a delivered payload is the
   event's attributes; :func:`gapless.impl.ges.messages.wire` summarises messages
   (:class:`~gapless.impl.ges.messages.GesWire`).
@@ -74,6 +75,7 @@ _DURABLE = {
     "replica": "replica",
     "unit": "unit",
     "sysin": "sysin",
+    "unreplicated": "replica_release",
 }
 GRANULARITIES: Final = ("super-cluster", "cluster")
 """The replication granularities (run config key ``granularity``; the first is the default)."""

@@ -24,7 +24,8 @@ one copy crosses each link toward the destinations behind it [GES "Routing event
   decremented); :class:`Retrieve` — a cluster's storage (added, booted or recovered) asks a
   system storage for the events destined to its cluster that it lacks (resent every tick
   until answered), :class:`Retrieved` — the system storage's answer once it recorded the
-  cluster storage durably; :class:`Recover` — a
+  cluster storage durably; :class:`Unreplicate` — every client an event was destined to has
+  confirmed it: the cluster storage releases its replica; :class:`Recover` — a
   system storage asks the cluster storage a reconnecting client left to send it the events of
   its recovery queue that cluster storage holds; :class:`Recovered` — those events, to the
   client's node (like a ``HandoffAck``'s queue, and for the same reason not an ``EventMsg``:
@@ -69,6 +70,7 @@ __all__ = [
     "SysAck",
     "SysForward",
     "SysNack",
+    "Unreplicate",
     "wire",
 ]
 
@@ -166,6 +168,18 @@ class Retrieved:
 
 @final
 @attrs.frozen(kw_only=True)
+class Unreplicate:
+    """System storage ``source`` tells cluster storage ``storage`` that every client its
+    event ``epoch`` was destined to (``targets``) has confirmed it: the replica may go."""
+
+    storage: str
+    source: str
+    epoch: int
+    targets: tuple[str, ...]
+
+
+@final
+@attrs.frozen(kw_only=True)
 class Recover:
     """System storage ``source`` asks cluster storage ``storage`` to send ``client``, now at
     node ``broker``, its events ``items`` (``(epoch, prev)`` pairs: the recovery queue's
@@ -245,6 +259,7 @@ class Routed:
         | Replicated
         | Retrieve
         | Retrieved
+        | Unreplicate
         | Recover
         | Recovered
         | SysForward
@@ -360,6 +375,8 @@ def _body(b: Any) -> GesWire:
         return GesWire(kind="retrieve", storage=b.storage, unit=b.unit)
     if t is Retrieved:
         return GesWire(kind="retrieved", storage=b.source, unit=b.storage)
+    if t is Unreplicate:
+        return GesWire(kind="unreplicate", storage=b.source, unit=b.storage, epoch=b.epoch)
     if t is Recover:
         return GesWire(
             kind="recover",

@@ -69,6 +69,7 @@ from gapless.impl.ges.messages import (
     SysAck,
     SysForward,
     SysNack,
+    Unreplicate,
 )
 from gapless.impl.ges.policy import GESPolicy
 from gapless.impl.ges.propagation import Interest, passes
@@ -343,6 +344,12 @@ def on_body(s: NodeState, body: Any, now: int) -> tuple[NodeState, Effects]:
         return _on_recover(s, body, now)
     if t is Recovered:
         return _on_recovered(s, body, now)
+    if t is Unreplicate and body.storage == s.name:
+        key = ("replica", s.name, body.source, body.epoch)
+        if key not in s.disk or ("unreplicated", *key[1:]) in s.writes:
+            return s, ()
+        s, p = write(s, ("unreplicated", *key[1:]), body)
+        return s, (p,)
     if t is Retrieved and body.storage == s.name:
         if body.source in s.retrieved:
             return s, ()
@@ -366,7 +373,12 @@ def on_body(s: NodeState, body: Any, now: int) -> tuple[NodeState, Effects]:
     if t is Replicated:
         st2, gone = confirm_unit(st, body.epoch, body.unit, s.policy)
         s = attrs.evolve(s, store=st2)
-        return _releases(s, (gone,) if gone is not None else ())
+        ev = st2.events.get(body.epoch)
+        if st2 is st or ev is None or s.policy.replica_needed(frozenset(ev.pending)):
+            return _releases(s, (gone,) if gone is not None else ())
+        s, effs = unreplicate(s, body.epoch, (body.unit,), tuple(sorted(ev.targets)), now)
+        s, more = _releases(s, (gone,) if gone is not None else ())
+        return s, (*effs, *more)
     if t is Retrieve:
         return _on_retrieve(s, st, body, now)
     if t is SysForward or t is SysAck or t is SysNack:
@@ -422,6 +434,19 @@ def replicate(s: NodeState, ev: StoredEvent, now: int) -> tuple[NodeState, Effec
             storage=unit, source=s.name, epoch=ev.epoch, pubend=ev.pubend, attributes=ev.attributes
         )
         s, effs = route(s, unit, r, frozenset(), now)
+        effects.extend(effs)
+    return s, tuple(effects)
+
+
+def unreplicate(
+    s: NodeState, epoch: int, units: tuple[str, ...], targets: tuple[str, ...], now: int
+) -> tuple[NodeState, Effects]:
+    """Every client event ``epoch`` was destined to confirmed it: tell ``units`` their
+    replicas may go (at the event's release, or when a unit confirms it after that)."""
+    effects: list[Effect] = []
+    for unit in units:
+        u = Unreplicate(storage=unit, source=s.name, epoch=epoch, targets=targets)
+        s, effs = route(s, unit, u, frozenset(), now)
         effects.extend(effs)
     return s, tuple(effects)
 
@@ -638,6 +663,10 @@ def on_written(s: NodeState, key: Any, now: int) -> tuple[NodeState, Effects]:
         s, copies = replicate(s, ev, now)
         s, across = sys_forward(s, ev, now)
         return s, (*effs, *more, *copies, *across)
+    if kind == "release" and value.units:
+        return unreplicate(s, value.epoch, value.units, value.targets, now)
+    if kind == "unreplicated":  # the replica and this record both go
+        return attrs.evolve(s, disk=s.disk.remove(key).discard(("replica", *key[1:]))), ()
     if kind == "replica":
         r: Replicate = value
         done = Replicated(storage=r.source, unit=s.name, epoch=r.epoch)

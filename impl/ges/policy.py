@@ -22,6 +22,10 @@ values of it. Every function is module-level, so a policy pickles by reference.
   what a system storage does with the ``seq``-th event of a link whose next expected number
   is ``expect`` — ``"write"`` it (the next one), take it for ``"old"`` (held or being
   written: acknowledge), or see a ``"gap"`` (negative acknowledgement).
+* ``replica_needed(pending)`` [GES "Stable storages"]: whether a cluster storage that holds
+  an event must keep its replica while ``pending`` (the clients the event was destined to
+  that have not confirmed it) remain — while any does (a client that roamed away recovers
+  from the storage of the cluster it left).
 * ``route`` [GES "Routing events"]: the next hop toward a destination
   (:func:`gapless.impl.ges.connectivity.next_hop`: cheapest path avoiding suspected links).
 * ``unregister(graph, profile, dest)`` [GES "Profiles and the profile graph"]: the profile
@@ -77,6 +81,11 @@ def next_in_sequence(seq: int, expect: int) -> str:
     return "old" if seq < expect else "gap"
 
 
+def while_any_pending(pending: frozenset[str]) -> bool:
+    """A replica is needed while a client the event was destined to has not confirmed it."""
+    return bool(pending)
+
+
 def unregister_counted(graph: ProfileGraph, profile: str, dest: str) -> ProfileGraph:
     """Decrement the reference counts along the profile's edges."""
     return graph.remove(profile, dest)
@@ -110,6 +119,7 @@ class GESPolicy:
     unit_count: Callable[[int], int] = one_per_unit
     peer_count: Callable[[int], int] = one_per_unit
     sys_verdict: Callable[[int, int], str] = next_in_sequence
+    replica_needed: Callable[[frozenset[str]], bool] = while_any_pending
     route: RouteRule = next_hop
     unregister: Callable[[ProfileGraph, str, str], ProfileGraph] = unregister_counted
     unregister_unit: Callable[[ProfileGraph, str, str], ProfileGraph] = unregister_counted

@@ -57,6 +57,11 @@ def write_again(seq: int, expect: int) -> str:
     return "write" if seq <= expect else "gap"
 
 
+def replica_never_needed(pending: frozenset[str]) -> bool:
+    """Bug: a replica is taken as no longer needed as soon as its cluster storage holds it."""
+    return False
+
+
 def route_through_suspected(
     h: Hierarchy,
     vertex: str,
@@ -142,6 +147,17 @@ VARIANTS: Final[dict[str, Variant]] = {
             '"Stable storages": the predicate count is decremented as finer-grained storages '
             "confirm receipt]: it releases an event before every cluster storage holds it.",
             unit_count=units_uncounted,
+        ),
+        _bug(
+            "replica-released-early",
+            ("release_after_confirm",),
+            ("disconnect",),
+            'With the finer tier (run config granularity = "cluster"), the system storage '
+            "tells a cluster storage to release its replica of an event as soon as it holds it, "
+            'not once every client the event was destined to confirmed it [GES "Stable '
+            'storages"]: a client that roams away recovers from a storage that no longer has '
+            "the event.",
+            replica_needed=replica_never_needed,
         ),
         _bug(
             "sys-skip-gap",

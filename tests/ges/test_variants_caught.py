@@ -30,6 +30,7 @@ CASES = {
     "recovery-from-new-profile": ("release_after_confirm", MIXED, {}),
     "gatekeeper-no-edge-refcount": ("roam_complete", ROAMS, {"workload": SAME_PROFILE}),
     "release-before-units": ("release_after_confirm", FINE_CRASHES, CLUSTER),
+    "replica-released-early": ("release_after_confirm", MIXED, CLUSTER),
     "sys-skip-gap": ("system_sequence", LOSSY, LINKS),
     "sys-write-again": ("system_sequence", LOSSY, LINKS),
     "release-before-peers": ("release_after_confirm", MIXED, LINKS),
