@@ -345,10 +345,10 @@ def on_body(s: NodeState, body: Any, now: int) -> tuple[NodeState, Effects]:
     if t is Recovered:
         return _on_recovered(s, body, now)
     if t is Unreplicate and body.storage == s.name:
-        key = ("replica", s.name, body.source, body.epoch)
-        if key not in s.disk or ("unreplicated", *key[1:]) in s.writes:
+        held_at = (s.name, body.source, body.epoch)
+        if ("replica", *held_at) not in s.disk or ("unreplicated", *held_at) in s.writes:
             return s, ()
-        s, p = write(s, ("unreplicated", *key[1:]), body)
+        s, p = write(s, ("unreplicated", *held_at), body)
         return s, (p,)
     if t is Retrieved and body.storage == s.name:
         if body.source in s.retrieved:
@@ -672,8 +672,8 @@ def on_written(s: NodeState, key: Any, now: int) -> tuple[NodeState, Effects]:
         done = Replicated(storage=r.source, unit=s.name, epoch=r.epoch)
         return route(s, r.source, done, frozenset(), now)
     if kind == "unit":
-        done = Retrieved(storage=value.unit, source=s.name)
-        return route(s, value.unit, done, frozenset(), now)
+        answer = Retrieved(storage=value.unit, source=s.name)
+        return route(s, value.unit, answer, frozenset(), now)
     if kind == "sysin" and s.store is not None:
         st, ack = held(s.store, value)
         return route(attrs.evolve(s, store=st), ack.storage, ack, frozenset(), now)
