@@ -256,14 +256,17 @@ def make_binding(spec: Any, graph: nx.Graph, workload: Workload) -> GESBinding:
     for key, flag in (("profile_changes", changes), ("system_links", links)):
         if not isinstance(flag, bool):
             raise RunSpecError(f"RunSpec.config: {key} = {flag!r}; expected a bool")
+    fields = [a.name for a in attrs.fields(GESConfig)]
+    unknown = sorted(k for k in overrides if k not in fields)
+    if unknown:
+        raise RunSpecError(
+            f"RunSpec.config: unknown key {unknown[0]!r}; allowed keys: {', '.join(fields)}, "
+            "profile_changes, granularity, system_links, storage_joins"
+        )
     try:
         config = GESConfig(**overrides)
     except TypeError as exc:
-        fields = ", ".join(a.name for a in attrs.fields(GESConfig))
-        raise RunSpecError(
-            f"RunSpec.config: {exc}; allowed keys: {fields}, profile_changes, granularity, "
-            "system_links, storage_joins"
-        ) from exc
+        raise RunSpecError(f"RunSpec.config: {exc}") from exc
     policy = resolve("ges", spec.variant, ges.PAPER_POLICY, VARIANTS)
     return GESBinding(
         graph,

@@ -86,6 +86,9 @@ class CampaignConfig:
     master: str = "local[*]"
     partitions: int = 0
     guided: bool = False
+    run_config: Mapping[str, Any] = attrs.field(factory=dict)
+    """Overrides of the protocol's run configuration (the campaign file's ``[run_config]``
+    table; ``RunSpec.config``): the protocol's entry decides which keys it accepts."""
 
     @property
     def campaign_id(self) -> str:
@@ -108,6 +111,8 @@ class CampaignConfig:
             "timeout_s": self.timeout_s,
             # only when on, so the ids of blind campaigns stay what they were
             **({"guided": True} if self.guided else {}),
+            # likewise only when given
+            **({"run_config": dict(sorted(self.run_config.items()))} if self.run_config else {}),
         }
 
     def identity_digest(self) -> str:
@@ -123,6 +128,7 @@ class CampaignConfig:
         data["workload"] = dict(sorted(self.workload.items()))
         data["fault_rates"] = dict(sorted(self.fault_rates.items()))
         data["invariants"] = list(self.invariants)
+        data["run_config"] = dict(sorted(self.run_config.items()))
         return data
 
 
@@ -136,6 +142,7 @@ def config_from_json(text: str) -> CampaignConfig:
     against the backend: it was validated when it was written)."""
     data = json.loads(text)
     data["invariants"] = tuple(data["invariants"])
+    data.setdefault("run_config", {})
     return CampaignConfig(**data)
 
 
@@ -163,6 +170,7 @@ TOP_LEVEL_KEYS: Final[dict[str, str]] = {
     "local-cluster[W,C,M] or spark://HOST:PORT",
     "workload": "a table of workload keys",
     "faults": "a table with 'profile' and 'rates'",
+    "run_config": "a table of the protocol's run config keys (strings, booleans, numbers)",
 }
 _FAULT_KEYS: Final = {
     "profile": "'rates', 'swarm' or 'rules'",
@@ -220,7 +228,7 @@ def _merge(base: dict[str, Any], overrides: Mapping[str, Any]) -> dict[str, Any]
     for key, value in overrides.items():
         if value is None:
             continue
-        if key in ("workload", "faults") and isinstance(value, Mapping):
+        if key in ("workload", "faults", "run_config") and isinstance(value, Mapping):
             inner = dict(merged.get(key) or {})
             inner.update(value)
             merged[key] = inner
@@ -305,6 +313,13 @@ def load_config(
             raise CampaignConfigError(
                 f"{where}: unknown key 'faults.{key}'; allowed keys: faults.profile, faults.rates"
             )
+    run_config = data.get("run_config", {})
+    if not isinstance(run_config, Mapping):
+        raise _fail("run_config", run_config, TOP_LEVEL_KEYS["run_config"], where)
+    for key in sorted(run_config):
+        value = run_config[key]
+        if not (isinstance(value, str | bool) or _is_number(value)):
+            raise _fail(f"run_config.{key}", value, "a string, a boolean or a finite number", where)
     profile = faults.get("profile", "rates")
     if profile not in FAULT_PROFILES:
         raise _fail("faults.profile", profile, _FAULT_KEYS["profile"], where)
@@ -343,6 +358,7 @@ def load_config(
         master=data.get("master", "local[*]"),
         partitions=data.get("partitions", 0),
         guided=data.get("guided", False),
+        run_config=dict(sorted(run_config.items())),
     )
     if check_backend:
         check_against_backend(config, where)

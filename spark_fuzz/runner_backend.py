@@ -32,7 +32,7 @@ from gapless.impl.errors import GaplessError
 from gapless.invariants.tracefile import write_trace
 from gapless.models.faults import DEFAULT_RATES, FaultProfile, from_json, unstructure
 from gapless.models.protocols import protocol
-from gapless.models.run import run_context, validate_spec
+from gapless.models.run import build, run_context, validate_spec
 from gapless.models.runner import (
     RunSpec,
     clip_schedule,
@@ -188,9 +188,12 @@ class RunnerBackend:
                 faults=faults,
                 duration_us=round(config.duration_s * 1_000_000),
                 invariants=tuple(config.invariants),
+                config=tuple(sorted(getattr(config, "run_config", {}).items())),
                 **run_args,
             )
             validate_spec(spec)
+            if spec.config:  # the protocol's binding judges its own run config keys
+                build(spec, 0)
             return spec
         except (GaplessError, TypeError) as exc:
             raise ValueError(f"the run spec is not allowed: {exc}") from exc

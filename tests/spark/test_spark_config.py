@@ -152,3 +152,71 @@ def test_fuzz_with_a_seed_past_the_store_exits_2_and_writes_nothing(tmp_path: Pa
     assert result.exit_code == 2, (result.output, result.exception)
     assert "'seed'" in result.stderr
     assert not (tmp_path / "out").exists()
+
+
+# -- a protocol's run config from the campaign file (issue 16: fuzz GES's finer tier) ---------
+
+_TIER = Path(__file__).resolve().parents[2] / "campaigns" / "ges-tier.toml"
+
+
+def test_the_ges_tier_campaign_sets_the_protocols_run_config() -> None:
+    from gapless.spark_fuzz.backend import load_backend
+    from gapless.spark_fuzz.config import canonical_json, config_from_json
+
+    config = load_config(_TIER)
+    assert dict(config.run_config) == {
+        "granularity": "cluster",
+        "storage_joins": "n3@1.5",
+        "system_links": True,
+    }
+    spec = load_backend("ges", None).make_spec(config)
+    assert dict(spec.config) == dict(config.run_config)
+    assert config.identity()["run_config"] == dict(config.run_config)
+    again = config_from_json(canonical_json(config.to_data()))
+    assert again == config
+    assert again.campaign_id == config.campaign_id
+
+
+def test_a_campaign_without_run_config_keeps_its_identity() -> None:
+    demo = Path(__file__).resolve().parents[2] / "campaigns" / "ges-demo.toml"
+    config = load_config(demo)
+    assert "run_config" not in config.identity()
+    assert dict(config.run_config) == {}
+    flagged = load_config(demo, {"run_config": {"granularity": "cluster"}})
+    assert flagged.identity_digest() != config.identity_digest()
+
+
+@pytest.mark.parametrize(
+    ("run_config", "fragments"),
+    [
+        ({"bogus": 1}, ["unknown key 'bogus'", "allowed keys", "granularity", "system_links"]),
+        ({"granularity": "node"}, ["granularity = 'node'", "super-cluster, cluster"]),
+        ({"system_links": "yes"}, ["system_links = 'yes'", "expected a bool"]),
+        ({"system_links": [1]}, ["'run_config.system_links'", "a string, a boolean"]),
+        ({"storage_joins": "n3@soon", "granularity": "cluster"}, ["n3@soon", "node@seconds"]),
+        ("cluster", ["'run_config'", "a table"]),
+    ],
+)
+def test_a_bad_run_config_is_named_with_what_is_allowed(
+    run_config: object, fragments: list[str]
+) -> None:
+    with pytest.raises(CampaignConfigError) as info:
+        load_config(None, {"protocol": "ges", "topology": "ges-small", "run_config": run_config})
+    for fragment in fragments:
+        assert fragment in str(info.value), (fragment, str(info.value))
+
+
+def test_fuzz_with_a_bad_run_config_key_exits_2_and_writes_nothing(tmp_path: Path) -> None:
+    from click.testing import CliRunner
+
+    from gapless.cli.main import cli
+
+    bad = tmp_path / "bad.toml"
+    bad.write_text(_TIER.read_text().replace("system_links = true", "system_link = true"))
+    out = tmp_path / "out"
+    result = CliRunner().invoke(
+        cli, ["fuzz", "--config", str(bad), "--out", str(out), "--executor", "loop"]
+    )
+    assert result.exit_code == 2, (result.output, result.exception)
+    assert "unknown key 'system_link'" in result.stderr
+    assert not out.exists()
