@@ -32,10 +32,14 @@ returns the same state and ``()``.
 * **The finer tier** (:mod:`gapless.impl.ges.tier`, run config ``granularity = "cluster"``).
   A storage hands each cluster storage its event is destined to a ``Replicate`` once it is
   logged; the cluster storage writes a ``replica`` keyed by the storage's epoch and confirms
-  (``Replicated``) once it is durable; it asks for what it lacks (``Retrieve``) when it boots
-  or restarts. A reconnecting client's queue entries that the storage of the cluster it left
-  holds come from there (``Recover`` -> ``Recovered``), and the storage resends any part of a
-  queue not confirmed every tick (:func:`resend_queues`).
+  (``Replicated``) once it is durable, and drops it once told every client confirmed
+  (``Unreplicate``); it asks for what it lacks (``Retrieve``, until answered ``Retrieved``)
+  when it boots, restarts or joins. A reconnecting client's queue entries that the storage
+  of the cluster it left holds come from there (``Recover`` -> ``Recovered``), and the
+  storage resends any part of a queue not confirmed every tick (:func:`resend_queues`).
+* **System-level links** (:mod:`gapless.impl.ges.syslink`, ``system_links``): a storage
+  numbers per peer the events it destines into other top-level units and forwards them;
+  peers write them in sequence, acknowledge, and nack a gap.
 * **Crash.** A node keeps exactly its completed writes (``disk``): the outbox, and for a
   storage its logs, registrations and releases, from which the storage is rebuilt
   (:func:`gapless.impl.ges.storage.recover`). Sessions, suspicions and in-flight writes are
