@@ -14,12 +14,15 @@ from pathlib import Path
 import attrs
 import pytest
 from _runs import MIXED, fault, run, spec
+from hypothesis import given
+from hypothesis import strategies as hs
 from pyrsistent import pmap
 
 from gapless.impl.effects import Persist
 from gapless.impl.ges import PAPER_POLICY, GESConfig, handle, initial_state
 from gapless.impl.ges.messages import Routed, SysAck, SysForward, SysNack, wire
 from gapless.impl.ges.node import crash
+from gapless.impl.ges.policy import GESPolicy
 from gapless.impl.ges.storage import StorageState, confirm, handoff, store
 from gapless.impl.ges.syslink import acked, forwards, held, number, rebuild, receive, resend
 from gapless.impl.ges.variants import VARIANTS
@@ -299,3 +302,68 @@ def test_a_links_trace_file_gets_the_online_verdict_offline(tmp_path: Path, vari
 def test_a_bad_system_links_value_is_refused() -> None:
     with pytest.raises(RunSpecError, match="system_links"):
         build(spec(config={"system_links": "yes"}), 1)
+
+
+# ------------------------------------------------------------------ any arrival order
+
+
+def _hold(steps: list[tuple[str, int]], policy: GESPolicy) -> list[int]:
+    """Play ``steps`` at receiver n7 (see the property below): the numbers it holds, in the
+    order its writes completed; checks every answer on the way."""
+    peer = StorageState(name="n7")
+    in_flight: list[SysForward] = []
+    done: list[int] = []
+    for what, seq in steps:
+        if what == "arrive":
+            peer, answer, write_it = receive(peer, _fwd(seq), policy)
+            if write_it:
+                in_flight.append(_fwd(seq))
+            if type(answer) is SysAck:
+                assert answer.upto <= max(done, default=0)
+            if type(answer) is SysNack:
+                assert answer.want == peer.sys_expect.get("n2", 1)
+        elif what == "complete" and in_flight:
+            f = in_flight.pop(0)
+            done.append(f.seq)
+            peer, ack = held(peer, f)
+            assert ack.upto == max(done)
+        elif what == "crash":
+            in_flight = []
+            peer = rebuild(StorageState(name="n7"), [], [("n2", n) for n in done])
+    return done
+
+
+@given(
+    hs.lists(
+        hs.one_of(
+            hs.tuples(hs.just("arrive"), hs.integers(1, 8)),
+            hs.tuples(hs.just("complete"), hs.just(0)),
+            hs.tuples(hs.just("crash"), hs.just(0)),
+        ),
+        max_size=60,
+    )
+)
+def test_a_receiver_holds_a_gapless_duplicate_free_prefix_whatever_arrives(
+    steps: list[tuple[str, int]],
+) -> None:
+    """Numbers arrive lost, duplicated and in any order; writes complete in the order they
+    were asked; the receiver may crash (in-flight writes lost). What it holds is always
+    ``1..k``, each once, and it never acknowledges a number it does not hold."""
+    done = _hold(steps, PAPER_POLICY)
+    assert done == list(range(1, len(done) + 1))
+
+
+@pytest.mark.parametrize(
+    ("variant", "held_numbers"),
+    [("sys-skip-gap", [1, 3]), ("sys-write-again", [1, 2, 1])],
+)
+def test_the_planted_receivers_break_the_prefix(variant: str, held_numbers: list[int]) -> None:
+    """Non-vacuity of the property above: 2 is lost and 3 arrives (a gap), or 1 is
+    retransmitted after it was held (a duplicate)."""
+    steps = [("arrive", 1), ("complete", 0)]
+    if variant == "sys-skip-gap":
+        steps += [("arrive", 3), ("complete", 0)]
+    else:
+        steps += [("arrive", 2), ("complete", 0), ("arrive", 1), ("complete", 0)]
+    assert _hold(steps, VARIANTS[variant].policy) == held_numbers
+    assert _hold(steps, PAPER_POLICY) != held_numbers
