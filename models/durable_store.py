@@ -153,7 +153,12 @@ class Tables:
         elif isinstance(p, PutCheckpoint):
             self.checkpoints[(p.subscriber, p.pubend)] = p.timestamp
         else:
-            self.pfs_meta[p.pubend] = p
+            old = self.pfs_meta.get(p.pubend)
+            if p.changed_only and old is not None:  # an update: the other entries stay
+                merged = dict(old.last_index)
+                merged.update(p.last_index)
+                p = attrs.evolve(p, last_index=tuple(sorted(merged.items())))
+            self.pfs_meta[p.pubend] = attrs.evolve(p, changed_only=False)
 
     def released_p(self, pubend: str) -> int:
         """``released(p) = min(latestDelivered(p), min_s released(s, p))`` [DUR §4.1]."""
@@ -219,9 +224,10 @@ class SqliteMeta:
                 "INSERT OR REPLACE INTO pfs_meta VALUES (?, ?, ?, ?)",
                 (p.pubend, p.first_index, p.next_index, p.last_timestamp),
             )
-            c.execute("DELETE FROM pfs_last_index WHERE pubend = ?", (p.pubend,))
+            if not p.changed_only:  # a replacement; else an update of the entries named
+                c.execute("DELETE FROM pfs_last_index WHERE pubend = ?", (p.pubend,))
             c.executemany(
-                "INSERT INTO pfs_last_index VALUES (?, ?, ?)",
+                "INSERT OR REPLACE INTO pfs_last_index VALUES (?, ?, ?)",
                 [(p.pubend, s, i) for s, i in p.last_index],
             )
 

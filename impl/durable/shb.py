@@ -59,6 +59,7 @@ from typing import Any, Final, final
 import attrs
 from pyrsistent import PMap, PSet, pmap, pset
 
+from gapless.impl.durable.bigmap import ShardedMap, sharded
 from gapless.impl.durable.catchup import catchup_step
 from gapless.impl.durable.ct import CheckpointToken
 from gapless.impl.durable.messages import EventMessage, GapMessage, SilenceMessage
@@ -129,9 +130,6 @@ __all__ = [
 NEVER: Final = -1
 """``asked`` of a catchup stream that has nacked nothing yet."""
 
-NO_FLOOR: Final = 1 << 62
-"""``PubendView.floor`` when no subscriber is registered: above every tick."""
-
 
 # ------------------------------------------------------------------------------ state
 
@@ -190,7 +188,11 @@ class Subscription:
 @attrs.frozen(kw_only=True)
 class Session:
     """A connected subscriber: per pubend the ``t`` of the last message sent on this
-    connection (``position``), and per pubend in catchup the highest tick it nacked."""
+    connection (``position``), and per pubend in catchup the highest tick it nacked. For a
+    pubend served by the constream, ``position`` is a lower bound that the constream does not
+    raise per event (that would touch a map of every connected subscriber per event):
+    :meth:`ShbState.position` adds what the PFS and the release record say
+    (:func:`_sent`)."""
 
     connection: int
     position: PMap[str, int]
@@ -200,23 +202,16 @@ class Session:
 @final
 @attrs.frozen(kw_only=True)
 class PubendView:
-    """What the SHB holds of one pubend: ``knowledge``, ``release`` and ``pfs``; ``floor`` is
-    the minimum ``released(s, p)`` over the records (:data:`NO_FLOOR`: none), kept so that
-    the constream learns ``released(p)`` without scanning every subscriber."""
+    """What the SHB holds of one pubend: ``knowledge``, ``release`` and ``pfs``."""
 
     knowledge: KnowledgeStream
     release: ShbRelease
     pfs: PfsStream
-    floor: int = NO_FLOOR
 
     def released(self) -> int:
-        """``released(p) = min(latestDelivered(p), floor)`` [DUR §4.1]."""
-        return min(self.release.latest_delivered, self.floor)
-
-
-def _floor(rel: ShbRelease) -> int:
-    """The minimum ``released(s, p)`` over the active records (a scan)."""
-    return min((r.released for r in rel.records.values() if r.active), default=NO_FLOOR)
+        """``released(p)`` [DUR §4.1]: kept by ``release`` (its minimum over the active
+        records is a :class:`~gapless.impl.durable.minbag.MinBag`), no scan."""
+        return self.release.released()
 
 
 @final
@@ -230,7 +225,7 @@ class ShbState:
     config: ShbConfig
     subs: PMap[str, Subscription] = attrs.field(factory=pmap)
     index: FilterIndex = attrs.field(factory=FilterIndex)
-    sessions: PMap[str, Session] = attrs.field(factory=pmap)
+    sessions: ShardedMap[str, Session] = attrs.field(factory=ShardedMap, converter=sharded)
     catching: PSet[str] = attrs.field(factory=pset)
     next_number: int = 0
     views: PMap[str, PubendView] = attrs.field(factory=pmap)
@@ -238,6 +233,33 @@ class ShbState:
     def latest_delivered(self, pubend: str) -> int:
         """``latestDelivered(p)``."""
         return self.views[pubend].release.latest_delivered
+
+    def position(self, subscriber: str, pubend: str) -> int:
+        """The ``t`` of the last message sent to connected ``subscriber`` for ``pubend``."""
+        return _sent(self, subscriber, self.sessions[subscriber], pubend)
+
+
+def _sent(state: ShbState, name: str, sess: Session, p: str) -> int:
+    """Where ``name``'s message chain for ``p`` is. In catchup: ``sess.position``. On the
+    constream, the constream sent it every event that matched it since ``sess.position``
+    (where it switched over, joined, or the timer last sent it a silence), and each of those
+    is a PFS record naming it; its latest is ``lastIndex(s)`` [DUR §4.2]. A record chopped
+    since lies at or below ``released(p) <= released(s, p)``, which is at or below what was
+    sent to it (an ack never passes that), so the chain is at the maximum of the three."""
+    at = sess.position.get(p, -1)
+    if p in sess.catchup:
+        return at
+    view = state.views[p]
+    rec = view.release.records.get(name)
+    if rec is not None and rec.released > at:
+        at = rec.released
+    pfs = view.pfs
+    number = state.subs[name].number
+    if number < len(pfs.last_index):
+        index = pfs.last_index[number]
+        if index >= pfs.first_index:
+            at = max(at, pfs.records[index - pfs.first_index].timestamp)
+    return at
 
 
 Effects = tuple[Any, ...]
@@ -280,12 +302,11 @@ def shb_recover(
             name: SubscriberRecord(released=released.get((s.number, p), ld))
             for name, s in subs.items()
         }
-        rel = ShbRelease(shb=config.shb, pubend=p, latest_delivered=ld, records=pmap(recs))
+        rel = ShbRelease(shb=config.shb, pubend=p, latest_delivered=ld, records=recs)
         views[p] = PubendView(
             knowledge=KnowledgeStream(),
             release=shb_crash(rel),
             pfs=pfs.get(p) or PfsStream.empty(p),
-            floor=_floor(rel),
         )
     index = FilterIndex.build((name, s.filter) for name, s in subs.items())
     top = 1 + max((s.number for s in subs.values()), default=-1)
@@ -379,18 +400,15 @@ def _constream(state: ShbState, p: str) -> tuple[ShbState, Effects]:
     effects: list[Any] = [*store_fx, *sync_fx, PutLatestDelivered(pubend=p, timestamp=h), Flush()]
     before = view.released()
     view = attrs.evolve(view, pfs=pfs, release=shb_delivered(view.release, h))
-    sessions = state.sessions
-    for name, datas in sends.items():
-        sess = sessions[name]
-        t0 = sess.position[p]  # its last message (silences come on the timer)
+    for name, datas in sends.items():  # the sessions are not touched (Session doc)
+        t0 = _sent(state, name, state.sessions[name], p)  # its last message, before this batch
         for data in datas:
             msg = EventMessage(
                 pubend=p, t0=t0, t=data.tick, payload=data, attributes=data.attributes
             )
             effects.append(_deliver(state, name, msg))
             t0 = data.tick
-        sessions = sessions.set(name, attrs.evolve(sess, position=sess.position.set(p, t0)))
-    state = attrs.evolve(state, views=state.views.set(p, view), sessions=sessions)
+    state = attrs.evolve(state, views=state.views.set(p, view))
     state, chop = _release_moved(state, p, before)
     state, more = _catchups(state, p)
     return _forget(state, p), (*effects, *chop, *more)
@@ -460,7 +478,7 @@ def on_subscribe(state: ShbState, inp: Subscribe, now: int) -> tuple[ShbState, E
     effects: list[Any] = []
     for p, view in state.views.items():
         rel, start[p] = shb_join(view.release, inp.subscriber)
-        views = views.set(p, attrs.evolve(view, release=rel, floor=min(view.floor, start[p])))
+        views = views.set(p, attrs.evolve(view, release=rel))
         effects.append(PutReleased(subscriber=number, pubend=p, timestamp=start[p]))
         if state.config.ack_mode is AckMode.SHB:
             effects.append(PutCheckpoint(subscriber=number, pubend=p, timestamp=start[p]))
@@ -568,7 +586,7 @@ def on_ack(state: ShbState, inp: Ack, now: int) -> tuple[ShbState, Effects]:
     views = state.views
     for p, t in sorted(inp.ct.entries.items()):
         view = views.get(p)
-        if view is None or t > sess.position.get(p, -1):
+        if view is None or t > _sent(state, name, sess, p):
             effects.extend(_reject(f"ack of {p} at {t}: not delivered here", (name, p, t)))
             continue
         rel, rej = shb_acknowledge(view.release, name, t)
@@ -576,9 +594,7 @@ def on_ack(state: ShbState, inp: Ack, now: int) -> tuple[ShbState, Effects]:
         if rel is view.release:
             continue
         moved.append((p, view.released()))
-        was = view.release.records[name].released
-        floor = _floor(rel) if was == view.floor else view.floor  # acks only raise
-        views = views.set(p, attrs.evolve(view, release=rel, floor=floor))
+        views = views.set(p, attrs.evolve(view, release=rel))
         effects.append(PutReleased(subscriber=number, pubend=p, timestamp=t))
         if state.config.ack_mode is AckMode.SHB:
             effects.append(PutCheckpoint(subscriber=number, pubend=p, timestamp=t))
@@ -668,7 +684,9 @@ def on_tick(state: ShbState, inp: Tick, now: int) -> tuple[ShbState, Effects]:
         for p in state.config.pubends:  # a silence to whom matched nothing lately [DUR §4.1]
             ld = views[p].release.latest_delivered
             if p not in sess.catchup and pos[p] < ld:
-                effects.append(_deliver(state, name, SilenceMessage(pubend=p, t0=pos[p], t=ld)))
+                at = _sent(state, name, sess, p)
+                if at < ld:
+                    effects.append(_deliver(state, name, SilenceMessage(pubend=p, t0=at, t=ld)))
                 pos = pos.set(p, ld)
         fresh = pmap(dict.fromkeys(sess.catchup, NEVER))
         if pos is not sess.position or fresh != sess.catchup:

@@ -140,13 +140,18 @@ class PutCheckpoint:
 class PutPfsMeta:
     """The PFS metadata of ``pubend`` [DUR §4.2]: ``first_index`` (the first live record),
     ``next_index`` (records below it were synced), ``last_timestamp`` and ``last_index``
-    (``lastIndex(s)`` for every subscriber with a live record, sorted)."""
+    (``lastIndex(s)`` pairs, sorted by subscriber). With ``changed_only`` False they are every
+    subscriber's (the stored ones are replaced); with ``changed_only`` True only those that
+    changed since the previous put for this pubend (the stored ones are updated, the others
+    kept): a sync point then writes what the matching subscribers number, not what the SHB
+    hosts."""
 
     pubend: str
     first_index: int
     next_index: int
     last_timestamp: int
     last_index: tuple[tuple[SubscriberId, int], ...]
+    changed_only: bool = False
 
 
 @final
