@@ -53,6 +53,7 @@ import attrs
 from gapless.impl.durable.pfs import PfsStream, decode_record, encode_record
 from gapless.impl.durable.storage import (
     CorruptLog,
+    DropSubscriber,
     FatalStorageError,
     Flush,
     PfsAppend,
@@ -83,7 +84,7 @@ log = logging.getLogger("gapless.durable_store")
 HEADER: Final = struct.Struct("<II")
 """A record's frame: the payload's length and its CRC-32, little-endian."""
 
-Put = PutLatestDelivered | PutReleased | PutCheckpoint | PutPfsMeta
+Put = PutLatestDelivered | PutReleased | PutCheckpoint | PutPfsMeta | DropSubscriber
 
 
 def frame(payload: bytes) -> bytes:
@@ -152,6 +153,10 @@ class Tables:
             self.released[(p.subscriber, p.pubend)] = p.timestamp
         elif isinstance(p, PutCheckpoint):
             self.checkpoints[(p.subscriber, p.pubend)] = p.timestamp
+        elif isinstance(p, DropSubscriber):
+            for table in (self.released, self.checkpoints):
+                for key in [k for k in table if k[0] == p.subscriber]:
+                    del table[key]
         else:
             old = self.pfs_meta.get(p.pubend)
             if p.changed_only and old is not None:  # an update: the other entries stay
@@ -219,6 +224,9 @@ class SqliteMeta:
                 "INSERT OR REPLACE INTO checkpoint VALUES (?, ?, ?)",
                 (p.subscriber, p.pubend, p.timestamp),
             )
+        elif isinstance(p, DropSubscriber):
+            c.execute("DELETE FROM released WHERE subscriber = ?", (p.subscriber,))
+            c.execute("DELETE FROM checkpoint WHERE subscriber = ?", (p.subscriber,))
         else:
             c.execute(
                 "INSERT OR REPLACE INTO pfs_meta VALUES (?, ?, ?, ?)",

@@ -67,6 +67,7 @@ from gapless.impl.durable.records import (
     DurConnect,
     DurDisconnect,
     DurJoin,
+    DurLeave,
 )
 from gapless.impl.durable.release import (
     AckMode,
@@ -75,6 +76,7 @@ from gapless.impl.durable.release import (
     shb_acknowledge,
     shb_crash,
     shb_join,
+    shb_leave,
     shb_resume_point,
     shb_send_report,
 )
@@ -102,8 +104,10 @@ from gapless.impl.durable.shb_inputs import (
     Lost,
     Subscribe,
     Tick,
+    Unsubscribe,
 )
 from gapless.impl.durable.storage import (
+    DropSubscriber,
     Flush,
     PutCheckpoint,
     PutReleased,
@@ -127,6 +131,7 @@ __all__ = [
     "Subscribe",
     "Subscription",
     "Tick",
+    "Unsubscribe",
     "on_ack",
     "on_connect",
     "on_disconnect",
@@ -134,6 +139,7 @@ __all__ = [
     "on_lost",
     "on_subscribe",
     "on_tick",
+    "on_unsubscribe",
     "shb_recover",
     "shb_start",
 ]
@@ -298,11 +304,48 @@ def on_disconnect(state: ShbState, inp: Disconnect, now: int) -> tuple[ShbState,
     return new, (Emit(kind="dur_disconnect", detail=detail),)
 
 
+def on_unsubscribe(state: ShbState, inp: Unsubscribe, now: int) -> tuple[ShbState, Effects]:
+    """The subscriber leaves [DUR §3]: its record goes from every pubend's release state (the
+    proved ``leave`` step), its rows from the tables (:class:`DropSubscriber`, flushed), its
+    filter from the index (no PFS record names it any more) and its session, if connected;
+    then the PFS chops what the risen ``released(p)`` allows. Its CT is refused from then on
+    (it is no longer hosted here)."""
+    name = inp.subscriber
+    sub = state.subs.get(name)
+    if sub is None:
+        return state, reject(f"unsubscribe at {state.config.shb!r}: {name!r} not hosted here", inp)
+    views = state.views
+    before = {p: v.released() for p, v in views.items()}
+    for p, view in state.views.items():
+        views = views.set(p, attrs.evolve(view, release=shb_leave(view.release, name)))
+    effects: list[Any] = []
+    if name in state.sessions:
+        detail = DurDisconnect(subscriber=name, shb=state.config.shb)
+        effects.append(Emit(kind="dur_disconnect", detail=detail))
+    effects.extend((DropSubscriber(subscriber=sub.number), Flush()))
+    effects.append(Emit(kind="dur_leave", detail=DurLeave(subscriber=name)))
+    state = attrs.evolve(
+        state,
+        subs=state.subs.remove(name),
+        index=state.index.remove(name),
+        sessions=state.sessions.discard(name),
+        catching=state.catching.discard(name),
+        views=views,
+    )
+    for p in state.config.pubends:
+        state, fx = release_moved(state, p, before[p])
+        effects.extend(fx)
+    return state, tuple(effects)
+
+
 def on_ack(state: ShbState, inp: Ack, now: int) -> tuple[ShbState, Effects]:
     """``released(s, p)`` rises to the acknowledged CT, never past what this connection
     delivered (the SHB never trusts a CT beyond that [DUR §2]); put and flushed at once."""
     name = inp.subscriber
     sess = state.sessions.get(name)
+    if name not in state.subs:
+        why = "not hosted here (never subscribed, unsubscribed or moved away)"
+        return state, reject(f"ack at {state.config.shb!r}: {name!r} {why}", inp)
     if sess is None or not isinstance(inp.ct, CheckpointToken):
         return state, reject(f"ack at {state.config.shb!r}: not connected or no CT", inp)
     number = state.subs[name].number

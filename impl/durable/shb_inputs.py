@@ -10,7 +10,7 @@ import attrs
 
 from gapless.impl.durable.ct import CheckpointToken
 
-__all__ = ["Ack", "Emit", "Lost", "Subscribe", "Tick"]
+__all__ = ["Ack", "Emit", "Lost", "Subscribe", "Tick", "Unsubscribe"]
 
 
 @final
@@ -22,6 +22,15 @@ class Subscribe:
     subscriber: str
     filter: str
     connection: int = 0
+
+
+@final
+@attrs.frozen(kw_only=True)
+class Unsubscribe:
+    """Durable subscriber ``subscriber`` ends its subscription: it leaves the release
+    computation [DUR §3], the PFS stops naming it, its CT is no longer accepted."""
+
+    subscriber: str
 
 
 @final
