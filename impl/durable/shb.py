@@ -430,8 +430,13 @@ def on_lost(state: ShbState, msg: Lost, now: int) -> tuple[ShbState, Effects]:
 
 def on_tick(state: ShbState, inp: Tick, now: int) -> tuple[ShbState, Effects]:
     """Report ``(released(p), latestDelivered(p))`` upstream; nack the first hole above
-    latestDelivered (the constream's doubt); let every catchup stream ask again."""
+    latestDelivered (the constream's doubt); let every catchup stream ask again. With
+    ``sync_every``, first deliver what the constream held back (a sync point)."""
     effects: list[Any] = []
+    if state.config.sync_every is not None:
+        for p in state.config.pubends:
+            state, fx = constream(state, p, force=True)
+            effects.extend(fx)
     views = state.views
     window = state.config.window
     for p, view in state.views.items():

@@ -74,7 +74,10 @@ class ShbPolicy:
 class ShbConfig:
     """``shb`` (this node), ``upstream`` (where nacks and reports go), the ``pubends`` it
     carries, who keeps CT (``ack_mode``), the catchup read/nack ``window`` (Q ticks per
-    step) and the ``policy``."""
+    step), the ``policy`` and ``sync_every``: None, the constream delivers (and syncs the
+    PFS) whenever knowledge frees a range of doubt; ``n``, it waits until the range holds
+    ``n`` events or the timer fires, then delivers it with one sync [DUR §5.1.2: "sync
+    every 200 events"] (``spec/durable.md``, "Sync points")."""
 
     shb: str
     upstream: str
@@ -82,6 +85,7 @@ class ShbConfig:
     ack_mode: AckMode = AckMode.SUBSCRIBER
     window: int = 16
     policy: ShbPolicy = ShbPolicy()
+    sync_every: int | None = None
 
     def __attrs_post_init__(self) -> None:
         if not self.pubends or len(set(self.pubends)) != len(self.pubends):
@@ -90,6 +94,10 @@ class ShbConfig:
             )
         if self.window < 1:
             raise ProtocolMisuse(f"ShbConfig: window {self.window}; allowed: an int >= 1")
+        if self.sync_every is not None and self.sync_every < 1:
+            raise ProtocolMisuse(
+                f"ShbConfig: sync_every {self.sync_every}; allowed: None or an int >= 1"
+            )
 
 
 @final
@@ -120,11 +128,15 @@ class Session:
 @final
 @attrs.frozen(kw_only=True)
 class PubendView:
-    """What the SHB holds of one pubend: ``knowledge``, ``release`` and ``pfs``."""
+    """What the SHB holds of one pubend: ``knowledge``, ``release`` and ``pfs``; with
+    ``ShbConfig.sync_every``, ``held`` events wait above ``latestDelivered(p)`` in a range
+    free of doubt up to ``held_upto`` (counted as knowledge arrives, not recounted)."""
 
     knowledge: KnowledgeStream
     release: ShbRelease
     pfs: PfsStream
+    held: int = 0
+    held_upto: int = -1
 
     def released(self) -> int:
         """``released(p)`` [DUR §4.1]: kept by ``release`` (its minimum over the active
@@ -257,14 +269,41 @@ def _filter_once(
     return pfs, tuple(out), sends
 
 
-def constream(state: ShbState, p: str) -> tuple[ShbState, Effects]:
+def _hold(state: ShbState, p: str, h: int) -> ShbState | None:
+    """With ``sync_every = n``: the state holding ``(latestDelivered(p), h]`` back while it
+    has fewer than ``n`` events (a group commit: one sync per ``n``); None to deliver now."""
+    n = state.config.sync_every
+    if n is None:
+        return None
+    view = state.views[p]
+    lo = max(view.held_upto, view.release.latest_delivered) + 1
+    held = view.held
+    if lo <= h:
+        held += sum(1 for *_r, x in view.knowledge.data(lo, h) if isinstance(x, Data))
+    if held >= n:
+        return None
+    if held == view.held and h == view.held_upto:
+        return state
+    view = attrs.evolve(view, held=held, held_upto=h)
+    return attrs.evolve(state, views=state.views.set(p, view))
+
+
+def constream(state: ShbState, p: str, *, force: bool = False) -> tuple[ShbState, Effects]:
     """Deliver ``(latestDelivered(p), h]`` where ``h`` is the knowledge's doubt horizon
-    [DUR §4.1] (module doc: PFS first, synced; latestDelivered flushed; then subscribers)."""
+    [DUR §4.1] (module doc: PFS first, synced; latestDelivered flushed; then subscribers);
+    with ``sync_every``, only once the range holds that many events, or when ``force``d (the
+    timer)."""
     view = state.views[p]
     ld = view.release.latest_delivered
     h = view.knowledge.doubt_horizon_dur(ld)
     if h <= ld:
         return state, ()
+    held = None if force else _hold(state, p, h)
+    if held is not None:
+        return held, ()
+    if view.held_upto >= 0:
+        view = attrs.evolve(view, held=0, held_upto=-1)
+        state = attrs.evolve(state, views=state.views.set(p, view))
     pfs, store_fx, sends = _filter_once(state, p, ld + 1, h)
     pfs, sync_fx = pfs.sync()
     effects: list[Any] = [*store_fx, *sync_fx, PutLatestDelivered(pubend=p, timestamp=h), Flush()]

@@ -158,6 +158,7 @@ class ShbMachine(RuleBasedStateMachine):
     """The SHB alone with a scripted pubend (module doc)."""
 
     policy = ShbPolicy()
+    sync_every: int | None = None  # the constream's sync points (None: every batch)
     ack_ahead = False  # planted: acknowledge the pubend's T(p), not what was consumed
 
     def __init__(self) -> None:
@@ -216,7 +217,13 @@ class ShbMachine(RuleBasedStateMachine):
         for p in PUBENDS:
             self.pubs[p].rel = rl.PubendRelease(pubend=p, max_retain=mr)
         self.config = ShbConfig(
-            shb=SHB, upstream="phb", pubends=PUBENDS, window=3, ack_mode=mode, policy=self.policy
+            shb=SHB,
+            upstream="phb",
+            pubends=PUBENDS,
+            window=3,
+            ack_mode=mode,
+            policy=self.policy,
+            sync_every=self.sync_every,
         )
         self.shb = shb_start(self.config)
 
@@ -478,6 +485,16 @@ FAST = settings(max_examples=100, stateful_step_count=60, deadline=None)
 
 TestShb = ShbMachine.TestCase
 TestShb.settings = FAST
+
+
+class SyncEveryMachine(ShbMachine):
+    """The same machine with sync points every 3 events [DUR §5.1.2] (a group commit)."""
+
+    sync_every = 3
+
+
+TestShbSyncEvery = SyncEveryMachine.TestCase
+TestShbSyncEvery.settings = FAST
 
 
 def test_a_reconnection_with_an_older_ct_gets_a_gap_then_the_rest() -> None:
