@@ -76,7 +76,6 @@ from gapless.impl.durable.release import (
     shb_acknowledge,
     shb_crash,
     shb_join,
-    shb_leave,
     shb_resume_point,
     shb_send_report,
 )
@@ -102,12 +101,21 @@ from gapless.impl.durable.shb_inputs import (
     Ack,
     Emit,
     Lost,
+    MoveIn,
     Subscribe,
     Tick,
+    Unregister,
+    Unregistered,
     Unsubscribe,
 )
+from gapless.impl.durable.shb_move import (
+    activations,
+    drop,
+    on_move_in,
+    on_unregister,
+    on_unregistered,
+)
 from gapless.impl.durable.storage import (
-    DropSubscriber,
     Flush,
     PutCheckpoint,
     PutReleased,
@@ -123,6 +131,7 @@ __all__ = [
     "Ack",
     "Emit",
     "Lost",
+    "MoveIn",
     "PubendView",
     "Session",
     "ShbConfig",
@@ -131,14 +140,19 @@ __all__ = [
     "Subscribe",
     "Subscription",
     "Tick",
+    "Unregister",
+    "Unregistered",
     "Unsubscribe",
     "on_ack",
     "on_connect",
     "on_disconnect",
     "on_knowledge",
     "on_lost",
+    "on_move_in",
     "on_subscribe",
     "on_tick",
+    "on_unregister",
+    "on_unregistered",
     "on_unsubscribe",
     "shb_recover",
     "shb_start",
@@ -305,36 +319,15 @@ def on_disconnect(state: ShbState, inp: Disconnect, now: int) -> tuple[ShbState,
 
 
 def on_unsubscribe(state: ShbState, inp: Unsubscribe, now: int) -> tuple[ShbState, Effects]:
-    """The subscriber leaves [DUR §3]: its record goes from every pubend's release state (the
-    proved ``leave`` step), its rows from the tables (:class:`DropSubscriber`, flushed), its
-    filter from the index (no PFS record names it any more) and its session, if connected;
-    then the PFS chops what the risen ``released(p)`` allows. Its CT is refused from then on
-    (it is no longer hosted here)."""
+    """The subscriber leaves [DUR §3]: :func:`~gapless.impl.durable.shb_move.drop` (its
+    record leaves the release computation — the proved ``leave`` step —, its rows the tables,
+    its filter the index, so no PFS record names it any more), then a ``dur_leave``. Its CT
+    is refused from then on (it is no longer hosted here)."""
     name = inp.subscriber
-    sub = state.subs.get(name)
-    if sub is None:
+    if name not in state.subs:
         return state, reject(f"unsubscribe at {state.config.shb!r}: {name!r} not hosted here", inp)
-    views = state.views
-    before = {p: v.released() for p, v in views.items()}
-    for p, view in state.views.items():
-        views = views.set(p, attrs.evolve(view, release=shb_leave(view.release, name)))
-    effects: list[Any] = []
-    if name in state.sessions:
-        detail = DurDisconnect(subscriber=name, shb=state.config.shb)
-        effects.append(Emit(kind="dur_disconnect", detail=detail))
-    effects.extend((DropSubscriber(subscriber=sub.number), Flush()))
+    state, effects = drop(state, name)
     effects.append(Emit(kind="dur_leave", detail=DurLeave(subscriber=name)))
-    state = attrs.evolve(
-        state,
-        subs=state.subs.remove(name),
-        index=state.index.remove(name),
-        sessions=state.sessions.discard(name),
-        catching=state.catching.discard(name),
-        views=views,
-    )
-    for p in state.config.pubends:
-        state, fx = release_moved(state, p, before[p])
-        effects.extend(fx)
     return state, tuple(effects)
 
 
@@ -453,6 +446,8 @@ def on_tick(state: ShbState, inp: Tick, now: int) -> tuple[ShbState, Effects]:
                     msg=Nack(pubend=p, start=first, end=end, retransmission=True),
                 )
             )
+    puts, unregister = activations(state, attrs.evolve(state, views=views))
+    effects.extend(puts)
     sessions = state.sessions
     for name, sess in state.sessions.items():
         pos = sess.position
@@ -470,4 +465,4 @@ def on_tick(state: ShbState, inp: Tick, now: int) -> tuple[ShbState, Effects]:
     for p in state.config.pubends:
         state, fx = catchups(state, p)
         effects.extend(fx)
-    return state, tuple(effects)
+    return state, (*effects, *unregister)

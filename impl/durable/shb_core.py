@@ -103,11 +103,16 @@ class ShbConfig:
 @final
 @attrs.frozen(kw_only=True)
 class Subscription:
-    """A durable subscription hosted here: its PFS ``number`` and parsed ``filter``."""
+    """A durable subscription hosted here: its PFS ``number`` and parsed ``filter``. One that
+    moved here from another SHB [DUR §1 item 5] has ``refilter_upto`` (per pubend, the
+    ``latestDelivered(p)`` when it was registered: the PFS names it in no record at or below)
+    and, until that SHB confirmed it dropped its record, ``previous`` (its name)."""
 
     name: str
     number: int
     filter: Filter
+    refilter_upto: PMap[str, int] = attrs.field(factory=pmap)
+    previous: str | None = None
 
 
 @final
@@ -157,6 +162,8 @@ class ShbState:
     index: FilterIndex = attrs.field(factory=FilterIndex)
     sessions: ShardedMap[str, Session] = attrs.field(factory=ShardedMap, converter=sharded)
     catching: PSet[str] = attrs.field(factory=pset)
+    #: subscribers that moved here whose previous SHB has not confirmed dropping them
+    moving: PSet[str] = attrs.field(factory=pset)
     next_number: int = 0
     views: PMap[str, PubendView] = attrs.field(factory=pmap)
 
@@ -341,6 +348,7 @@ def step_catchup(state: ShbState, name: str, p: str) -> tuple[ShbState, Effects]
         knowledge=view.knowledge,
         pfs=view.pfs,
         window=state.config.window,
+        refilter_upto=state.subs[name].refilter_upto.get(p, -1),
     )
     effects: list[Any] = [deliver(state, name, m) for m in step.messages]
     effects.extend(

@@ -10,7 +10,17 @@ import attrs
 
 from gapless.impl.durable.ct import CheckpointToken
 
-__all__ = ["Ack", "Emit", "Lost", "Subscribe", "Tick", "Unsubscribe"]
+__all__ = [
+    "Ack",
+    "Emit",
+    "Lost",
+    "MoveIn",
+    "Subscribe",
+    "Tick",
+    "Unregister",
+    "Unregistered",
+    "Unsubscribe",
+]
 
 
 @final
@@ -31,6 +41,39 @@ class Unsubscribe:
     computation [DUR §3], the PFS stops naming it, its CT is no longer accepted."""
 
     subscriber: str
+
+
+@final
+@attrs.frozen(kw_only=True)
+class MoveIn:
+    """Reconnect-anywhere [DUR §1 item 5]: durable subscriber ``subscriber`` (filter
+    ``filter``), registered at SHB ``previous``, connects here presenting ``ct``
+    (``spec/durable.md``, "Reconnect-anywhere")."""
+
+    subscriber: str
+    filter: str
+    previous: str
+    ct: CheckpointToken
+    connection: int = 0
+
+
+@final
+@attrs.frozen(kw_only=True)
+class Unregister:
+    """From SHB ``by``, where ``subscriber`` moved: its record there is active, so this SHB
+    drops its own (step 4 of reconnect-anywhere)."""
+
+    subscriber: str
+    by: str
+
+
+@final
+@attrs.frozen(kw_only=True)
+class Unregistered:
+    """The answer to :class:`Unregister`: ``subscriber``'s record is gone from ``shb``."""
+
+    subscriber: str
+    shb: str
 
 
 @final

@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from gapless.impl.durable import shb as shb_mod
+from gapless.impl.durable import shb_move as shb_mod
 from gapless.impl.durable.ct import CheckpointToken
 from gapless.impl.durable.shb import (
     Ack,
