@@ -181,8 +181,9 @@ def sent(state: ShbState, name: str, sess: Session, p: str) -> int:
     constream, the constream sent it every event that matched it since ``sess.position``
     (where it switched over, joined, or the timer last sent it a silence), and each of those
     is a PFS record naming it; its latest is ``lastIndex(s)`` [DUR §4.2]. A record chopped
-    since lies at or below ``released(p) <= released(s, p)``, which is at or below what was
-    sent to it (an ack never passes that), so the chain is at the maximum of the three."""
+    since lies at or below ``released(s, p)`` (the chop stops at ``released(p)`` and at every
+    pending record, :func:`release_moved`), which is at or below what was sent to it (an ack
+    never passes that), so the chain is at the maximum of the three."""
     at = sess.position.get(p, -1)
     if p in sess.catchup:
         return at
@@ -218,9 +219,12 @@ def deliver(state: ShbState, sub: str, message: Any) -> Emit:
 
 def release_moved(state: ShbState, p: str, before: int) -> tuple[ShbState, Effects]:
     """``released(p)`` may have risen from ``before``: chop the PFS up to it (the puts it
-    depends on are flushed already)."""
+    depends on are flushed already) — but not past a pending record (a subscriber that moved
+    here, [DUR §1 item 5]): it does not count in ``released(p)``, yet its records here are
+    the ones it will be served from (and :func:`sent` relies on them)."""
     view = state.views[p]
-    now = view.released()
+    rel = view.release
+    now = min([view.released(), *(rel.records[s].released for s in rel.pending)])
     if now <= before or now < 0:
         return state, ()
     pfs, fx = view.pfs.chop(now)
