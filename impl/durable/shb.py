@@ -203,7 +203,10 @@ def shb_recover(
             pfs=pfs.get(p) or PfsStream.empty(p),
         )
     index = FilterIndex.build((name, s.filter) for name, s in subs.items())
-    top = 1 + max((s.number for s in subs.values()), default=-1)
+    # never reuse a number a live PFS record still names (a subscriber that left): the new
+    # subscriber would inherit its records
+    named = (len(v.pfs.last_index) for v in views.values())
+    top = max(1 + max((s.number for s in subs.values()), default=-1), *named)
     return ShbState(config=config, subs=pmap(subs), index=index, views=pmap(views), next_number=top)
 
 

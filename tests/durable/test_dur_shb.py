@@ -236,7 +236,7 @@ class ShbMachine(RuleBasedStateMachine):
     @rule()
     def subscribe(self) -> None:
         name = sorted(set(FILTERS) - set(self.subs) - self.gone)[0]
-        self.numbers[name] = len(self.numbers)
+        self.numbers[name] = self.shb.next_number  # the number the SHB gives it
         start = {p: self.shb.latest_delivered(p) for p in PUBENDS}
         self.subs[name] = Sub(ct=dict(start), acked=[dict(start)], presented=dict(start))
         self.joined[name] = start

@@ -23,6 +23,7 @@ from gapless.impl.durable.shb import (
     on_knowledge,
     on_subscribe,
     on_unsubscribe,
+    shb_recover,
     shb_start,
 )
 from gapless.impl.durable.storage import DropSubscriber, PfsChop, StorageOrderError
@@ -48,7 +49,7 @@ class Run:
         self.effects.extend(fx)
         return fx
 
-    def publish(self, tick: int, k: str) -> tuple[Any, ...]:
+    def publish(self, tick: int, k: str = "a") -> tuple[Any, ...]:
         data = Data(pubend="p", tick=tick, attributes={"k": k})
         return self(on_knowledge, Knowledge(pubend="p", data=data))
 
@@ -109,3 +110,24 @@ def test_planted_bug_keeping_the_rows_is_refused_by_the_store(
     with pytest.raises(StorageOrderError, match="durable released"):
         _scenario()
     assert DropSubscriber(subscriber=1) != no_drop(1)
+
+
+def test_recovery_never_reuses_a_number_a_live_record_names() -> None:
+    """After an unsubscribe and a crash, a new subscriber must not get the number of the one
+    that left while a live PFS record still names it (it would inherit its records)."""
+    run = Run()
+    run(on_subscribe, Subscribe(subscriber="keep", filter='k == "b"'))
+    run(on_subscribe, Subscribe(subscriber="gone", filter='k == "a"'))
+    run.publish(0, "a")  # a record naming "gone" (number 1); "keep" acks nothing
+    run(on_unsubscribe, Unsubscribe(subscriber="gone"))
+    _store, got = run.store.restart()
+    config = run.shb.config
+    shb = shb_recover(
+        config,
+        [("keep", 0, 'k == "b"')],
+        latest=got.tables.latest,
+        released=got.tables.released,
+        pfs=got.pfs,
+    )
+    assert [s for s, _prev in shb.views["p"].pfs.record(0).entries] == [1]
+    assert shb.next_number == 2
