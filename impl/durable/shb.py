@@ -35,6 +35,14 @@ its release state (:class:`~gapless.impl.durable.release.ShbRelease`: ``latestDe
   (``latestDelivered``, ``released(s, p)``, each PFS); the knowledge is gone, so the constream
   resumes from ``latestDelivered(p)`` by nacking, and no subscriber is connected: each enters
   catchup when it reconnects.
+* **sync points** [DUR §5.1.2]: with ``ShbConfig.sync_every = n`` the constream holds a range
+  back until it has ``n`` events or the timer fires (a group commit: one PFS sync per ``n``).
+* **leaving and moving** [DUR §1 item 5, §3]: :func:`on_unsubscribe` drops a subscriber;
+  :func:`on_move_in`, :func:`on_unregister` and :func:`on_unregistered` carry out
+  reconnect-anywhere (:mod:`gapless.impl.durable.shb_move`, ``spec/durable.md``).
+
+The state, the constream and a catchup stream's step live in
+:mod:`gapless.impl.durable.shb_core`; this module re-exports the public names.
 
 Upstream the SHB reads GD's :class:`~gapless.impl.gd.messages.Knowledge` (a data tick, silence
 ranges, first-time or a nack's answer) and :class:`Lost` (ticks the pubend has made L, its
