@@ -65,7 +65,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 import attrs
-from pyrsistent import pmap
+from pyrsistent import pmap, pset
 
 from gapless.impl.durable.ct import CheckpointToken
 from gapless.impl.durable.messages import GapMessage, SilenceMessage
@@ -187,14 +187,27 @@ def shb_recover(
     latest: Mapping[str, int],
     released: Mapping[tuple[int, str], int],
     pfs: Mapping[str, PfsStream],
+    moved: Mapping[str, tuple[str | None, Mapping[str, int], int]] | None = None,
 ) -> ShbState:
     """The SHB after a crash [DUR §4.1], from stable storage: ``latest`` (latestDelivered),
     ``released`` (``released(s, p)`` by subscriber number), each pubend's recovered ``pfs``;
     ``subscriptions`` are ``(name, number, filter)`` (the SHB's configuration). Knowledge and
     connections are gone; what it reported is taken to be ``released(p)``
-    (:func:`~gapless.impl.durable.release.shb_crash`)."""
+    (:func:`~gapless.impl.durable.release.shb_crash`). ``moved`` gives, for each subscriber
+    that moved here with its record active, the SHB it came from (None once that one
+    confirmed dropping it), its ``refilter_upto`` and the move's generation; the caller keeps
+    them (a subscriber whose
+    record was still pending is left out: the SHB it came from still holds it)."""
+    moves = moved or {}
     subs = {
-        name: Subscription(name=name, number=n, filter=parse_filter(f))
+        name: Subscription(
+            name=name,
+            number=n,
+            filter=parse_filter(f),
+            refilter_upto=pmap(moves[name][1]) if name in moves else pmap(),
+            previous=moves[name][0] if name in moves else None,
+            generation=moves[name][2] if name in moves else 0,
+        )
         for name, n, f in subscriptions
     }
     views = {}
@@ -215,7 +228,15 @@ def shb_recover(
     # subscriber would inherit its records
     named = (len(v.pfs.last_index) for v in views.values())
     top = max(1 + max((s.number for s in subs.values()), default=-1), *named)
-    return ShbState(config=config, subs=pmap(subs), index=index, views=pmap(views), next_number=top)
+    moving = pset(name for name, s in subs.items() if s.previous is not None)
+    return ShbState(
+        config=config,
+        subs=pmap(subs),
+        index=index,
+        views=pmap(views),
+        next_number=top,
+        moving=moving,
+    )
 
 
 # ------------------------------------------------------------------------------ handlers
@@ -369,6 +390,8 @@ def on_ack(state: ShbState, inp: Ack, now: int) -> tuple[ShbState, Effects]:
             continue
         moved.append((p, view.released()))
         views = views.set(p, attrs.evolve(view, release=rel))
+        if name in rel.pending:  # a moved subscriber's record is written once active
+            continue
         effects.append(PutReleased(subscriber=number, pubend=p, timestamp=t))
         if state.config.ack_mode is AckMode.SHB:
             effects.append(PutCheckpoint(subscriber=number, pubend=p, timestamp=t))

@@ -106,13 +106,16 @@ class Subscription:
     """A durable subscription hosted here: its PFS ``number`` and parsed ``filter``. One that
     moved here from another SHB [DUR §1 item 5] has ``refilter_upto`` (per pubend, the
     ``latestDelivered(p)`` when it was registered: the PFS names it in no record at or below)
-    and, until that SHB confirmed it dropped its record, ``previous`` (its name)."""
+    and, until that SHB confirmed it dropped its record, ``previous`` (its name), and the
+    ``generation`` of the move (how many times it had moved)."""
 
     name: str
     number: int
     filter: Filter
     refilter_upto: PMap[str, int] = attrs.field(factory=pmap)
     previous: str | None = None
+    #: the subscriber's move count when it was registered here (0: it subscribed here)
+    generation: int = 0
 
 
 @final

@@ -55,16 +55,20 @@ class MoveIn:
     previous: str
     ct: CheckpointToken
     connection: int = 0
+    #: how many times this subscriber has moved, this move included: the subscriber counts
+    #: its own moves, so that a late :class:`Unregister` from an earlier move is told apart
+    generation: int = 1
 
 
 @final
 @attrs.frozen(kw_only=True)
 class Unregister:
-    """From SHB ``by``, where ``subscriber`` moved: its record there is active, so this SHB
-    drops its own (step 4 of reconnect-anywhere)."""
+    """From SHB ``by``, where ``subscriber`` moved (its move number ``generation``): its record
+    there is active, so this SHB drops its own, if older (step 4 of reconnect-anywhere)."""
 
     subscriber: str
     by: str
+    generation: int = 1
 
 
 @final

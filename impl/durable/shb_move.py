@@ -24,7 +24,10 @@ SHB side of it:
    this SHB already reported; :func:`activations` writes it to the tables and flushes.
 4. Once it is active for every pubend, the new SHB sends :class:`Unregister` to the old one
    (again on every timer until :class:`Unregistered` confirms); the old SHB drops the record
-   (:func:`drop`, the proved ``leave`` step) and answers.
+   (:func:`drop`, the proved ``leave`` step) and answers. Messages may be late: the subscriber
+   numbers its moves (``MoveIn.generation``), each record remembers the move that made it,
+   and a request from a move no later than the record's own drops nothing (the subscriber has
+   moved back since: that record is the newer one).
 
 So at every moment an active record at or below the subscriber's acknowledged CT holds
 ``Tr(p)`` down. :func:`drop` is also what :func:`~gapless.impl.durable.shb.on_unsubscribe`
@@ -118,6 +121,7 @@ def on_move_in(state: ShbState, inp: MoveIn, now: int) -> tuple[ShbState, Effect
         filter=flt,
         refilter_upto=upto,
         previous=inp.previous,
+        generation=inp.generation,
     )
     pubends = state.config.pubends
     sess = Session(
@@ -162,16 +166,20 @@ def activations(before: ShbState, after: ShbState) -> tuple[list[Any], list[Any]
         previous = after.subs[name].previous
         pending = any(name in v.release.pending for v in after.views.values())
         if previous is not None and not pending:
-            msg = Unregister(subscriber=name, by=after.config.shb)
+            gen = after.subs[name].generation
+            msg = Unregister(subscriber=name, by=after.config.shb, generation=gen)
             sends.append(Send(to=previous, msg=msg))
     return puts, sends
 
 
 def on_unregister(state: ShbState, msg: Unregister, now: int) -> tuple[ShbState, Effects]:
     """Step 4 at the old SHB: the subscriber's record is active at ``msg.by``; drop ours and
-    confirm (a repeated request finds nothing to drop and is confirmed again)."""
+    confirm. A repeated request finds nothing to drop, and a late one from an earlier move
+    (its ``generation`` not above that of our record: the subscriber has moved here since)
+    drops nothing; both are confirmed again."""
     reply = Send(to=msg.by, msg=Unregistered(subscriber=msg.subscriber, shb=state.config.shb))
-    if msg.subscriber not in state.subs:
+    sub = state.subs.get(msg.subscriber)
+    if sub is None or sub.generation >= msg.generation:
         return state, (reply,)
     state, effects = drop(state, msg.subscriber)
     return state, (*effects, reply)

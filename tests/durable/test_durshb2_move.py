@@ -39,7 +39,7 @@ from gapless.impl.durable import release as rl
 from gapless.impl.durable import shb_move
 from gapless.impl.durable.ct import CheckpointToken
 from gapless.impl.durable.messages import EventMessage, GapMessage
-from gapless.impl.durable.records import DurEvent, DurRelease
+from gapless.impl.durable.records import DurCrash, DurEvent, DurRelease
 from gapless.impl.durable.shb import (
     Ack,
     Emit,
@@ -61,6 +61,7 @@ from gapless.impl.durable.shb import (
     on_tick,
     on_unregister,
     on_unregistered,
+    shb_recover,
     shb_start,
 )
 from gapless.impl.effects import Rejected, Send
@@ -102,6 +103,7 @@ class Sub:
     connected: bool = True
     presented: int = -1
     log: list[Any] = attrs.Factory(list)
+    moves: int = 0  # how many moves it made (a MoveIn's generation) [spec/durable.md]
 
 
 class MoveMachine(RuleBasedStateMachine):
@@ -122,6 +124,7 @@ class MoveMachine(RuleBasedStateMachine):
         self.checker = Checker(CTX, plugins=PLUGINS)
         self.seq = 0
         self.moves = 0
+        self.last_crash = 0
 
     # ---------------------------------------------------------------- plumbing
 
@@ -301,6 +304,7 @@ class MoveMachine(RuleBasedStateMachine):
             filter=FILTERS[name],
             previous=s.home,
             ct=CheckpointToken.of({P: ct}),
+            generation=s.moves + 1,
         )
         before = (s.connected, s.log, s.ct, s.presented)
         self._start(name, ct)
@@ -311,8 +315,44 @@ class MoveMachine(RuleBasedStateMachine):
             return
         old, s.home = s.home, to
         self.moves += 1
+        s.moves += 1
         if self.early_drop:  # planted: unregister before the new record is active
-            self.run(old, on_unregister, Unregister(subscriber=name, by=to))
+            self.run(old, on_unregister, Unregister(subscriber=name, by=to, generation=s.moves))
+
+    @precondition(lambda self: self.seq - self.last_crash >= 25)  # rarer than the rest
+    @rule(b=st.sampled_from(SHBS))
+    def crash(self, b: str) -> None:
+        """SHB ``b`` crashes and restarts from its store [DUR §4.1]. A move still pending there
+        is forgotten (the subscriber is back at the SHB it came from, which kept its record);
+        for an active moved subscriber the caller supplies where it came from and its
+        ``refilter_upto`` (``spec/durable.md``: not kept by the store)."""
+        self.record(b, "dur_crash", DurCrash(shb=b))
+        self.last_crash = self.seq
+        self.down[b].clear()
+        st_ = self.shb[b]
+        pending = set().union(*(v.release.pending for v in st_.views.values()))
+        for name, s in self.subs.items():
+            if s.home == b:
+                s.connected = False
+                if name in pending:
+                    previous = st_.subs[name].previous
+                    assert previous is not None
+                    s.home = previous
+        keep = sorted(n for n in st_.subs if n not in pending)
+        moved = {
+            n: (st_.subs[n].previous, st_.subs[n].refilter_upto, st_.subs[n].generation)
+            for n in keep
+            if st_.subs[n].refilter_upto
+        }
+        self.store[b], got = self.store[b].restart()
+        self.shb[b] = shb_recover(
+            st_.config,
+            [(n, st_.subs[n].number, FILTERS[n]) for n in keep],
+            latest=got.tables.latest,
+            released=got.tables.released,
+            pfs=got.pfs,
+            moved=moved,
+        )
 
     @rule(i=st.integers(0, 2))
     def ack(self, i: int) -> None:
@@ -463,3 +503,21 @@ def test_unregister_is_idempotent() -> None:
     assert fx == (Send(to="b1", msg=Unregistered(subscriber="zz", shb="b0")),)
     assert on_unregistered(st_, Unregistered(subscriber="zz", shb="b1"), 0) == (st_, ())
     assert shb_move.__all__
+
+
+def test_a_late_unregister_from_an_earlier_move_drops_nothing() -> None:
+    """Non-vacuity of the move generations: a subscriber moved b1 -> b0 (generation 1), then
+    back b0 -> b1 (generation 2). b0's late ``Unregister`` of generation 1 reaching b1 must not
+    drop b1's newer record (the two-SHB machine found that a name alone is not enough: with it
+    both records went and Tr(p) passed what the subscriber had acknowledged)."""
+    b1 = shb_start(ShbConfig(shb="b1", upstream="phb", pubends=(P,)))
+    move = MoveIn(
+        subscriber="s", filter="*", previous="b0", ct=CheckpointToken.of({P: -1}), generation=2
+    )
+    b1, _ = on_move_in(b1, move, 0)
+    late, fx = on_unregister(b1, Unregister(subscriber="s", by="b0", generation=1), 0)
+    assert late is b1
+    assert fx == (Send(to="b0", msg=Unregistered(subscriber="s", shb="b1")),)
+    dropped, _ = on_unregister(b1, Unregister(subscriber="s", by="b0", generation=3), 0)
+    assert "s" not in dropped.subs
+    assert "s" not in dropped.views[P].release.records
