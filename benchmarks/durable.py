@@ -45,12 +45,19 @@ storage killed with SIGKILL under load [issue 13 §4, §6].
    the matching timestamps (matching is a pure function of pubend, timestamp and subscriber).
    ``crash_acknowledged_lost`` (target 0) and ``crash_inconsistent`` (target 0).
 
+3. **Constream cost against hosted subscribers** (:func:`constream_cost`): the SHB role's CPU
+   per event with 10,000 connected non-catchup subscribers against 100, each event matching
+   25 of them, every delivered event acknowledged: ``constream_us_100``,
+   ``constream_us_10000`` and ``constream_cost_ratio_10000`` (target <= 1.3: the cost grows
+   with the matching subscribers, not with all of them). ``--param constream_events=N``.
+
 Every result carries ``python_ns_per_iteration`` (added by ``gapless bench``).
 """
 
 from __future__ import annotations
 
 import collections
+import gc
 import json
 import mmap
 import os
@@ -65,7 +72,19 @@ import zlib
 from typing import Any, Final
 
 from gapless.benchmarks._targets import target
+from gapless.impl.durable.ct import CheckpointToken
 from gapless.impl.durable.pfs import PfsStream
+from gapless.impl.durable.shb import (
+    Ack,
+    Emit,
+    ShbConfig,
+    Subscribe,
+    on_ack,
+    on_knowledge,
+    on_subscribe,
+    shb_start,
+)
+from gapless.impl.gd.messages import Data, Knowledge
 from gapless.models.durable_disk import RealDisk
 from gapless.models.durable_store import (
     LogStore,
@@ -75,7 +94,7 @@ from gapless.models.durable_store import (
     frame,
 )
 
-__all__ = ["TAKES_PARAMS", "crash_campaign", "run"]
+__all__ = ["TAKES_PARAMS", "constream_cost", "crash_campaign", "run"]
 
 TAKES_PARAMS: Final = True
 
@@ -248,6 +267,71 @@ def pfs_write_cost(hosted: int, *, matching: int = MATCHING, writes: int = 4000)
             p, _ = p.write(ts, subs)
         best = min(best, time.process_time() - c0)
     return round(best / writes * 1e6, 2)
+
+
+def _constream_shb(hosted: int, matching: int) -> Any:
+    """An SHB on one pubend hosting ``hosted`` connected durable subscribers, none in catchup,
+    in groups of ``matching`` with the same equality filter (``g == k``)."""
+    state = shb_start(ShbConfig(shb="shb", upstream="phb", pubends=("P0",)))
+    groups = hosted // matching
+    for i in range(hosted):
+        sub = Subscribe(subscriber=f"s{i}", filter=f"g == {i % groups}", connection=i)
+        state, _ = on_subscribe(state, sub, 0)
+    return state
+
+
+def _constream_events(state: Any, groups: int, events: int, seed: int) -> tuple[Any, float]:
+    """Feed ``events`` events (one upstream message each, each matching one group), each
+    followed by the acknowledgement of every subscriber it was delivered to; CPU seconds."""
+    rng = random.Random(seed)
+    first = state.latest_delivered("P0") + 1
+    msgs = [
+        Knowledge(
+            pubend="P0", data=Data(pubend="P0", tick=t, attributes={"g": rng.randrange(groups)})
+        )
+        for t in range(first, first + events)
+    ]
+    gc.collect()  # not the garbage of whatever ran before (the collector stays enabled)
+    c0 = time.process_time()
+    for msg in msgs:
+        state, fx = on_knowledge(state, msg, 0)
+        ct = CheckpointToken.of({"P0": msg.data.tick})  # type: ignore[union-attr]
+        for e in fx:
+            if isinstance(e, Emit) and e.kind == "dur_message":
+                state, _ = on_ack(state, Ack(subscriber=e.detail.subscriber, ct=ct), 0)
+    return state, time.process_time() - c0
+
+
+def constream_cost(
+    *,
+    large: int = 10_000,
+    small: int = 100,
+    matching: int = MATCHING,
+    events: int = 400,
+    repeats: int = 3,
+) -> dict[str, Any]:
+    """The SHB's CPU per event with ``large`` connected non-catchup subscribers against
+    ``small``, each event matching ``matching`` of them [issue 13 §6]: the pure role
+    (:func:`~gapless.impl.durable.shb.on_knowledge`, then :func:`~gapless.impl.durable.shb.on_ack`
+    for each subscriber the event was delivered to, with every storage effect it emits),
+    best of ``repeats`` interleaved runs of ``events`` events each, from ``time.process_time``
+    (the garbage collector's work included; a ``gc.collect()`` before each run, so that no
+    run pays for garbage left by the one before). The timer (``on_tick``: a silence to every
+    subscriber that matched nothing, once per period, not per event) is not part of it."""
+    states = {n: _constream_shb(n, matching) for n in (small, large)}
+    best = {small: float("inf"), large: float("inf")}
+    for rep in range(repeats):
+        for n in (small, large):
+            states[n], s = _constream_events(states[n], n // matching, events, seed=rep)
+            best[n] = min(best[n], s / events)
+    us_small, us_large = best[small] * 1e6, best[large] * 1e6
+    return {
+        f"constream_us_{small}": round(us_small, 1),
+        f"constream_us_{large}": round(us_large, 1),
+        f"constream_cost_ratio_{large}": round(us_large / us_small, 2),
+        "constream_events": events,
+        "constream_matching": matching,
+    }
 
 
 # ---- process crash: the child, and the parent that kills it -----------------------------
@@ -433,8 +517,8 @@ def crash_campaign(kills: int, seed: int = 0, root: str | None = None) -> dict[s
 
 
 def run(**given: str) -> dict[str, Any]:
-    """``--param seconds=100 kills=100 seed=13``."""
-    allowed = {"seconds", "kills", "seed"}
+    """``--param seconds=100 kills=100 seed=13 constream_events=400``."""
+    allowed = {"seconds", "kills", "seed", "constream_events"}
     unknown = set(given) - allowed
     if unknown:
         raise ValueError(f"unknown parameter(s) {sorted(unknown)}; allowed: {sorted(allowed)}")
@@ -442,8 +526,12 @@ def run(**given: str) -> dict[str, Any]:
         seconds = int(given.get("seconds", 100))
         kills = int(given.get("kills", 100))
         seed = int(given.get("seed", 13))
+        constream_events = int(given.get("constream_events", 400))
     except ValueError:
-        raise ValueError(f"seconds, kills and seed are integers; got {given}") from None
+        raise ValueError(
+            f"seconds, kills, seed and constream_events are integers; got {given}"
+        ) from None
+    constream = constream_cost(events=constream_events)  # first: a fresh process heap
     result = microbenchmark(seconds, seed)
     result["pfs_write_us_100"] = pfs_write_cost(100)
     result["pfs_write_us_10000"] = pfs_write_cost(10_000)
@@ -451,7 +539,11 @@ def run(**given: str) -> dict[str, Any]:
         result["pfs_write_us_10000"] / result["pfs_write_us_100"], 2
     )
     result.update(crash_campaign(kills, seed))
+    result.update(constream)
     result["targets"] = {
+        "constream_cost_ratio_10000": target(
+            result["constream_cost_ratio_10000"], 1.3, at_least=False
+        ),
         "pfs_bytes_ratio": target(result["pfs_bytes_ratio"], 20, at_least=True),
         "pfs_time_ratio": target(result["pfs_time_ratio"], 5, at_least=True),
         "crash_acknowledged_lost": target(result["crash_acknowledged_lost"], 0, at_least=False),

@@ -53,6 +53,7 @@ import attrs
 from gapless.impl.durable.pfs import PfsStream, decode_record, encode_record
 from gapless.impl.durable.storage import (
     CorruptLog,
+    DropSubscriber,
     FatalStorageError,
     Flush,
     PfsAppend,
@@ -83,7 +84,7 @@ log = logging.getLogger("gapless.durable_store")
 HEADER: Final = struct.Struct("<II")
 """A record's frame: the payload's length and its CRC-32, little-endian."""
 
-Put = PutLatestDelivered | PutReleased | PutCheckpoint | PutPfsMeta
+Put = PutLatestDelivered | PutReleased | PutCheckpoint | PutPfsMeta | DropSubscriber
 
 
 def frame(payload: bytes) -> bytes:
@@ -152,8 +153,17 @@ class Tables:
             self.released[(p.subscriber, p.pubend)] = p.timestamp
         elif isinstance(p, PutCheckpoint):
             self.checkpoints[(p.subscriber, p.pubend)] = p.timestamp
+        elif isinstance(p, DropSubscriber):
+            for table in (self.released, self.checkpoints):
+                for key in [k for k in table if k[0] == p.subscriber]:
+                    del table[key]
         else:
-            self.pfs_meta[p.pubend] = p
+            old = self.pfs_meta.get(p.pubend)
+            if p.changed_only and old is not None:  # an update: the other entries stay
+                merged = dict(old.last_index)
+                merged.update(p.last_index)
+                p = attrs.evolve(p, last_index=tuple(sorted(merged.items())))
+            self.pfs_meta[p.pubend] = attrs.evolve(p, changed_only=False)
 
     def released_p(self, pubend: str) -> int:
         """``released(p) = min(latestDelivered(p), min_s released(s, p))`` [DUR §4.1]."""
@@ -214,14 +224,18 @@ class SqliteMeta:
                 "INSERT OR REPLACE INTO checkpoint VALUES (?, ?, ?)",
                 (p.subscriber, p.pubend, p.timestamp),
             )
+        elif isinstance(p, DropSubscriber):
+            c.execute("DELETE FROM released WHERE subscriber = ?", (p.subscriber,))
+            c.execute("DELETE FROM checkpoint WHERE subscriber = ?", (p.subscriber,))
         else:
             c.execute(
                 "INSERT OR REPLACE INTO pfs_meta VALUES (?, ?, ?, ?)",
                 (p.pubend, p.first_index, p.next_index, p.last_timestamp),
             )
-            c.execute("DELETE FROM pfs_last_index WHERE pubend = ?", (p.pubend,))
+            if not p.changed_only:  # a replacement; else an update of the entries named
+                c.execute("DELETE FROM pfs_last_index WHERE pubend = ?", (p.pubend,))
             c.executemany(
-                "INSERT INTO pfs_last_index VALUES (?, ?, ?)",
+                "INSERT OR REPLACE INTO pfs_last_index VALUES (?, ?, ?)",
                 [(p.pubend, s, i) for s, i in p.last_index],
             )
 

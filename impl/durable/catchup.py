@@ -15,8 +15,9 @@ stream moves its position (the ``t`` of the last message it delivered) towards
   waits for the answer;
 * **by refiltering** [DUR §1 item 5]: ticks the PFS has chopped (at or below the durable
   ``released(p)``; a subscriber presenting an older CT needs them) carry no matching
-  information any more; the SHB nacks them and filters what the upstream answers (D: event if
-  it matches, else silence; S: silence; L: a gap).
+  information any more, nor do ticks written before a subscriber that moved here from another
+  SHB was registered (``refilter_upto``); the SHB nacks them and filters what the upstream
+  answers (D: event if it matches, else silence; S: silence; L: a gap).
 
 Nacks are flow-controlled: a stream asks for at most ``window`` ticks at a time, and never
 again for a tick it already asked about (``asked``) until the SHB's retry timer resets it.
@@ -185,16 +186,20 @@ def catchup_step(
     knowledge: KnowledgeStream,
     pfs: PfsStream,
     window: int,
+    refilter_upto: int = -1,
 ) -> CatchupStep:
     """Advance a catchup stream from ``position`` towards ``latest_delivered`` as far as
-    what the SHB holds allows (module doc)."""
+    what the SHB holds allows (module doc). Ticks at or below ``refilter_upto`` are refiltered
+    whatever the PFS says: the subscriber was not hosted here when they were written (it
+    moved here from another SHB [DUR §1 item 5], ``spec/durable.md``)."""
     out = _Out(pubend, position)
     nacks: tuple[tuple[int, int], ...] = ()
     while out.done() < latest_delivered:
         pos = out.position
         r = pfs.read(subscriber, after=pos, upto=latest_delivered, limit=window)
-        if r.lost_upto > pos:
-            blocked, nacks, asked = _refilter(knowledge, flt, out, r.lost_upto, asked, window)
+        lost = max(r.lost_upto, min(refilter_upto, latest_delivered))
+        if lost > pos:
+            blocked, nacks, asked = _refilter(knowledge, flt, out, lost, asked, window)
         else:
             blocked, nacks, asked = _from_pfs(knowledge, out, r.q, r.known_upto, asked, window)
         if blocked or out.done() == pos:

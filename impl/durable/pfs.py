@@ -13,7 +13,8 @@ event it missed [DUR §4.2]. One :class:`PfsStream` is one pubend's *log stream*
   writes nothing, it only advances ``last_timestamp``. The PFS is *precise*: only a matching
   timestamp is ever Q for a subscriber.
 * **metadata** — ``last_index[s]`` (``lastIndex(s)``: the subscriber's latest record, a
-  persistent vector indexed by subscriber number: updating it for the matching subscribers
+  persistent vector indexed by subscriber number, in small chunks
+  (:class:`~gapless.impl.durable.bigmap.ChunkedVector`): updating it for the matching subscribers
   costs what they number, nearly independent of how many subscribers the SHB hosts) and
   ``last_timestamp`` (``lastTimestamp``: everything up to it has been written; the paper
   defines it as the latest Q tick written, and a silence the constream delivers advances it
@@ -58,9 +59,8 @@ from itertools import chain
 from typing import Final, final
 
 import attrs
-from pyrsistent import pvector
-from pyrsistent.typing import PVector
 
+from gapless.impl.durable.bigmap import ChunkedVector
 from gapless.impl.durable.storage import (
     NO_INDEX,
     Flush,
@@ -89,8 +89,8 @@ subscribers densely, and ``lastIndex`` is a vector indexed by that number."""
 
 _TS: Final = struct.Struct("<q")
 _ENTRY: Final = struct.Struct("<qq")
-_EMPTY_INDEX: PVector[int] = pvector()
-_EMPTY_RECORDS: PVector[PfsRecord] = pvector()
+_EMPTY_INDEX: ChunkedVector[int] = ChunkedVector.of(())
+_EMPTY_RECORDS: ChunkedVector[PfsRecord] = ChunkedVector.of(())
 
 Effects = tuple[StorageEffect, ...]
 
@@ -121,7 +121,7 @@ def decode_record(data: bytes) -> PfsRecord:
     return PfsRecord(timestamp=timestamp, entries=entries)
 
 
-def _pairs(lasts: PVector[int]) -> tuple[tuple[SubscriberId, int], ...]:
+def _pairs(lasts: ChunkedVector[int]) -> tuple[tuple[SubscriberId, int], ...]:
     """``(subscriber, lastIndex(subscriber))`` for every subscriber with a record."""
     return tuple((s, i) for s, i in enumerate(lasts) if i != NO_INDEX)
 
@@ -161,11 +161,11 @@ class PfsStream:
     next_index: int = 0
     last_timestamp: int = -1
     chopped_through: int = -1
-    last_index: PVector[int] = _EMPTY_INDEX
-    records: PVector[PfsRecord] = _EMPTY_RECORDS
+    last_index: ChunkedVector[int] = _EMPTY_INDEX
+    records: ChunkedVector[PfsRecord] = _EMPTY_RECORDS
     synced_index: int = 0
     synced_timestamp: int = -1
-    synced_last_index: PVector[int] = _EMPTY_INDEX
+    synced_last_index: ChunkedVector[int] = _EMPTY_INDEX
 
     @classmethod
     def empty(cls, pubend: str) -> PfsStream:
@@ -201,7 +201,7 @@ class PfsStream:
                 last[s] = index
             expect += 1
         top = max(last, default=-1)
-        lasts = pvector([last.get(s, NO_INDEX) for s in range(top + 1)])
+        lasts = ChunkedVector.of(last.get(s, NO_INDEX) for s in range(top + 1))
         return cls(
             pubend=pubend,
             first_index=first_index,
@@ -209,7 +209,7 @@ class PfsStream:
             last_timestamp=last_timestamp,
             chopped_through=chopped_through,
             last_index=lasts,
-            records=pvector(recs.values()),
+            records=ChunkedVector.of(recs.values()),
             synced_index=expect,
             synced_timestamp=last_timestamp,
             synced_last_index=lasts,
@@ -247,14 +247,9 @@ class PfsStream:
                 f"0 <= s < {MAX_SUBSCRIBERS}"
             )
         index = self.next_index
-        grow = matched[-1] + 1 - len(self.last_index)
-        ev = self.last_index.evolver()
-        if grow > 0:
-            ev.extend([NO_INDEX] * grow)
-        prevs = [ev[s] for s in matched]
-        for s in matched:
-            ev[s] = index
-        lasts = ev.persistent()
+        lasts = self.last_index.extended(matched[-1] + 1, NO_INDEX)
+        prevs = [lasts[s] for s in matched]
+        lasts = lasts.set_many(dict.fromkeys(matched, index))
         record = PfsRecord(timestamp=timestamp, entries=tuple(zip(matched, prevs, strict=True)))
         new = PfsStream(
             pubend=self.pubend,
@@ -270,14 +265,29 @@ class PfsStream:
         )
         return new, (PfsAppend(pubend=self.pubend, index=index, record=record),)
 
-    def _meta(self, first_index: int) -> PutPfsMeta:
+    def _meta(
+        self, first_index: int, changed: tuple[tuple[SubscriberId, int], ...] = ()
+    ) -> PutPfsMeta:
+        """The metadata of the synced prefix, ``lastIndex`` only where ``changed``."""
         return PutPfsMeta(
             pubend=self.pubend,
             first_index=first_index,
             next_index=self.synced_index,
             last_timestamp=self.synced_timestamp,
-            last_index=_pairs(self.synced_last_index),
+            last_index=changed,
+            changed_only=True,
         )
+
+    def _changed_since_sync(self) -> tuple[tuple[SubscriberId, int], ...]:
+        """``lastIndex(s)`` of the subscribers named by a record written since the last sync:
+        the only entries that changed (its cost is those records' entries, not the hosted
+        subscribers)."""
+        names: set[SubscriberId] = set()
+        records = self.records
+        for at in range(self.synced_index - self.first_index, len(records)):
+            names.update(s for s, _prev in records[at].entries)
+        lasts = self.last_index
+        return tuple((s, lasts[s]) for s in sorted(names))
 
     def sync(self) -> tuple[PfsStream, Effects]:
         """A sync point: make every record written so far durable, then record the
@@ -285,6 +295,7 @@ class PfsStream:
         may then carry latestDelivered up to ``last_timestamp`` [DUR §4.1])."""
         if self.synced_index == self.next_index and self.synced_timestamp == self.last_timestamp:
             return self, ()
+        changed = self._changed_since_sync()
         new = attrs.evolve(
             self,
             synced_index=self.next_index,
@@ -294,7 +305,7 @@ class PfsStream:
         effects: Effects = ()
         if self.synced_index < self.next_index:
             effects = (PfsSync(pubend=self.pubend, upto_index=self.next_index - 1),)
-        return new, (*effects, new._meta(new.first_index))
+        return new, (*effects, new._meta(new.first_index, changed))
 
     def chop(self, released: int) -> tuple[PfsStream, Effects]:
         """Discard the records at or below ``released``, a release point the caller has made
@@ -311,7 +322,7 @@ class PfsStream:
         first = self.first_index
         while first < self.synced_index and self.record(first).timestamp <= released:
             first += 1
-        records = self.records[first - self.first_index :]
+        records = self.records.drop_first(first - self.first_index)
         new = attrs.evolve(self, first_index=first, chopped_through=released, records=records)
         if first == self.first_index:
             return new, ()

@@ -55,8 +55,10 @@ from collections.abc import Hashable, Iterable
 from typing import Final, final
 
 import attrs
-from pyrsistent import PMap, pmap
+from pyrsistent import PMap, PSet, pmap, pset
 
+from gapless.impl.durable.bigmap import ShardedMap, sharded
+from gapless.impl.durable.minbag import MinBag
 from gapless.impl.effects import Rejected
 from gapless.impl.errors import InvalidTick, ProtocolMisuse
 from gapless.impl.knowledge import D, S
@@ -107,6 +109,14 @@ class SubscriberRecord:
     active: bool = True
 
 
+def _active_bag(records: ShardedMap[str, SubscriberRecord]) -> MinBag:
+    return MinBag.of(r.released for r in records.values() if r.active)
+
+
+def _pending_set(records: ShardedMap[str, SubscriberRecord]) -> PSet[str]:
+    return pset(s for s, r in records.items() if not r.active)
+
+
 @final
 @attrs.frozen(kw_only=True)
 class ReleaseReport:
@@ -140,17 +150,30 @@ class ShbRelease:
     shb: str
     pubend: str
     latest_delivered: int = NONE
-    records: PMap[str, SubscriberRecord] = attrs.field(factory=pmap)
+    #: one per subscriber; a :class:`~gapless.impl.durable.bigmap.ShardedMap` (any mapping
+    #: given is converted), so an ack's update costs what a shard holds, not every record
+    records: ShardedMap[str, SubscriberRecord] = attrs.field(factory=ShardedMap, converter=sharded)
     reported_released: int = NONE
     reported_delivered: int = NONE
+    #: the ``released(s, p)`` of the active records, as a multiset with its minimum: derived
+    #: from ``records`` (built from them when not given; every step below keeps it in step),
+    #: so ``released(p)`` costs O(1) and an ack O(log n), not a scan [DUR §4.1]
+    active: MinBag = attrs.field(
+        default=attrs.Factory(lambda self: _active_bag(self.records), takes_self=True),
+        eq=False,
+        repr=False,
+    )
+    #: the names of the pending (not yet active) records, derived from ``records``
+    pending: PSet[str] = attrs.field(
+        default=attrs.Factory(lambda self: _pending_set(self.records), takes_self=True),
+        eq=False,
+        repr=False,
+    )
 
     def released(self) -> int:
         """``released(p) = min(latestDelivered(p), min over active s of released(s, p))``."""
-        low = self.latest_delivered
-        for r in self.records.values():
-            if r.active and r.released < low:
-                low = r.released
-        return low
+        low = self.active.min()
+        return self.latest_delivered if low is None else min(low, self.latest_delivered)
 
     def report(self) -> ReleaseReport:
         """The pair this SHB would send upstream now."""
@@ -171,7 +194,12 @@ def shb_join(state: ShbRelease, sub: str) -> tuple[ShbRelease, int]:
             f"{state.pubend!r}; allowed: a subscriber not registered here"
         )
     rec = SubscriberRecord(released=state.latest_delivered)
-    return attrs.evolve(state, records=state.records.set(sub, rec)), state.latest_delivered
+    new = attrs.evolve(
+        state,
+        records=state.records.set(sub, rec),
+        active=state.active.add(rec.released),
+    )
+    return new, state.latest_delivered
 
 
 def shb_register_moved(state: ShbRelease, sub: str, ct: int) -> ShbRelease:
@@ -184,17 +212,22 @@ def shb_register_moved(state: ShbRelease, sub: str, ct: int) -> ShbRelease:
             "allowed: a subscriber registered at another SHB"
         )
     rec = SubscriberRecord(released=ct, active=False)
-    return attrs.evolve(state, records=state.records.set(sub, rec))
+    return attrs.evolve(state, records=state.records.set(sub, rec), pending=state.pending.add(sub))
 
 
 def shb_activate(state: ShbRelease) -> ShbRelease:
     """Activate every pending record whose ``released(s, p)`` is at or above what this SHB
     already reported (so no report exceeds ``released(p)``); the same state if none."""
-    recs = state.records
-    for sub, r in state.records.items():
-        if not r.active and r.released >= state.reported_released:
+    recs, bag, pending = state.records, state.active, state.pending
+    for sub in state.pending:  # the pending records only: no scan of every subscriber
+        r = recs[sub]
+        if r.released >= state.reported_released:
             recs = recs.set(sub, SubscriberRecord(released=r.released))
-    return state if recs is state.records else attrs.evolve(state, records=recs)
+            bag = bag.add(r.released)
+            pending = pending.remove(sub)
+    if recs is state.records:
+        return state
+    return attrs.evolve(state, records=recs, active=bag, pending=pending)
 
 
 def shb_leave(state: ShbRelease, sub: str) -> ShbRelease:
@@ -205,7 +238,13 @@ def shb_leave(state: ShbRelease, sub: str) -> ShbRelease:
             f"shb_leave: subscriber {sub!r} is not registered at {state.shb!r} for "
             f"{state.pubend!r}; allowed: one of {sorted(state.records)}"
         )
-    return attrs.evolve(state, records=state.records.remove(sub))
+    rec = state.records[sub]
+    return attrs.evolve(
+        state,
+        records=state.records.remove(sub),
+        active=state.active.remove(rec.released) if rec.active else state.active,
+        pending=state.pending.discard(sub),
+    )
 
 
 def shb_acknowledge(
@@ -221,7 +260,8 @@ def shb_acknowledge(
     if ct <= rec.released:
         return state, ()
     new = SubscriberRecord(released=ct, active=rec.active)
-    return attrs.evolve(state, records=state.records.set(sub, new)), ()
+    bag = state.active.replace(rec.released, ct) if rec.active else state.active
+    return attrs.evolve(state, records=state.records.set(sub, new), active=bag), ()
 
 
 def shb_delivered(state: ShbRelease, tick: int) -> ShbRelease:

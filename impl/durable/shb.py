@@ -35,6 +35,14 @@ its release state (:class:`~gapless.impl.durable.release.ShbRelease`: ``latestDe
   (``latestDelivered``, ``released(s, p)``, each PFS); the knowledge is gone, so the constream
   resumes from ``latestDelivered(p)`` by nacking, and no subscriber is connected: each enters
   catchup when it reconnects.
+* **sync points** [DUR §5.1.2]: with ``ShbConfig.sync_every = n`` the constream holds a range
+  back until it has ``n`` events or the timer fires (a group commit: one PFS sync per ``n``).
+* **leaving and moving** [DUR §1 item 5, §3]: :func:`on_unsubscribe` drops a subscriber;
+  :func:`on_move_in`, :func:`on_unregister` and :func:`on_unregistered` carry out
+  reconnect-anywhere (:mod:`gapless.impl.durable.shb_move`, ``spec/durable.md``).
+
+The state, the constream and a catchup stream's step live in
+:mod:`gapless.impl.durable.shb_core`; this module re-exports the public names.
 
 Upstream the SHB reads GD's :class:`~gapless.impl.gd.messages.Knowledge` (a data tick, silence
 ranges, first-time or a nack's answer) and :class:`Lost` (ticks the pubend has made L, its
@@ -54,22 +62,20 @@ returns the same state and ``()``.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from typing import Any, Final, final
+from typing import Any
 
 import attrs
-from pyrsistent import PMap, PSet, pmap, pset
+from pyrsistent import pmap, pset
 
-from gapless.impl.durable.catchup import catchup_step
 from gapless.impl.durable.ct import CheckpointToken
-from gapless.impl.durable.messages import EventMessage, GapMessage, SilenceMessage
+from gapless.impl.durable.messages import GapMessage, SilenceMessage
 from gapless.impl.durable.pfs import PfsStream
 from gapless.impl.durable.records import (
     DurAck,
     DurConnect,
     DurDisconnect,
     DurJoin,
-    DurMessage,
-    DurSwitchover,
+    DurLeave,
 )
 from gapless.impl.durable.release import (
     AckMode,
@@ -77,28 +83,54 @@ from gapless.impl.durable.release import (
     SubscriberRecord,
     shb_acknowledge,
     shb_crash,
-    shb_delivered,
     shb_join,
     shb_resume_point,
     shb_send_report,
+)
+from gapless.impl.durable.shb_core import (
+    NEVER,
+    Effects,
+    PubendView,
+    Session,
+    ShbConfig,
+    ShbPolicy,
+    ShbState,
+    Subscription,
+    catchups,
+    constream,
+    deliver,
+    forget,
+    reject,
+    release_moved,
+    sent,
+    step_catchup,
 )
 from gapless.impl.durable.shb_inputs import (
     Ack,
     Emit,
     Lost,
+    MoveIn,
     Subscribe,
     Tick,
+    Unregister,
+    Unregistered,
+    Unsubscribe,
+)
+from gapless.impl.durable.shb_move import (
+    activations,
+    drop,
+    on_move_in,
+    on_unregister,
+    on_unregistered,
 )
 from gapless.impl.durable.storage import (
     Flush,
     PutCheckpoint,
-    PutLatestDelivered,
     PutReleased,
 )
-from gapless.impl.effects import Rejected, Send
-from gapless.impl.errors import ProtocolMisuse
-from gapless.impl.filters import Filter, FilterIndex, FilterSyntaxError, parse_filter
-from gapless.impl.gd.messages import Data, Knowledge, Nack
+from gapless.impl.effects import Send
+from gapless.impl.filters import FilterIndex, FilterSyntaxError, parse_filter
+from gapless.impl.gd.messages import Knowledge, Nack
 from gapless.impl.inputs import Connect, Disconnect
 from gapless.impl.knowledge import D, L, S
 from gapless.impl.streams import KnowledgeStream
@@ -107,6 +139,7 @@ __all__ = [
     "Ack",
     "Emit",
     "Lost",
+    "MoveIn",
     "PubendView",
     "Session",
     "ShbConfig",
@@ -115,132 +148,23 @@ __all__ = [
     "Subscribe",
     "Subscription",
     "Tick",
+    "Unregister",
+    "Unregistered",
+    "Unsubscribe",
     "on_ack",
     "on_connect",
     "on_disconnect",
     "on_knowledge",
     "on_lost",
+    "on_move_in",
     "on_subscribe",
     "on_tick",
+    "on_unregister",
+    "on_unregistered",
+    "on_unsubscribe",
     "shb_recover",
     "shb_start",
 ]
-
-NEVER: Final = -1
-"""``asked`` of a catchup stream that has nacked nothing yet."""
-
-NO_FLOOR: Final = 1 << 62
-"""``PubendView.floor`` when no subscriber is registered: above every tick."""
-
-
-# ------------------------------------------------------------------------------ state
-
-
-@final
-@attrs.frozen(kw_only=True)
-class ShbPolicy:
-    """The SHB's rules; the default is the paper's. A planted bug is another value."""
-
-    #: switch a catchup stream over once its position reaches latestDelivered(p) minus this
-    #: (0: the paper's rule [DUR §4.1])
-    switchover_lag: int = 0
-    #: a reconnecting subscriber gets a catchup stream (the paper); False: it is put straight
-    #: on the constream with a gap up to latestDelivered(p) (a planted bug)
-    catchup: bool = True
-
-    def switchover_at(self, latest_delivered: int) -> int:
-        """The position at which a catchup stream may switch over to the constream."""
-        return latest_delivered - self.switchover_lag
-
-
-@final
-@attrs.frozen(kw_only=True)
-class ShbConfig:
-    """``shb`` (this node), ``upstream`` (where nacks and reports go), the ``pubends`` it
-    carries, who keeps CT (``ack_mode``), the catchup read/nack ``window`` (Q ticks per
-    step) and the ``policy``."""
-
-    shb: str
-    upstream: str
-    pubends: tuple[str, ...]
-    ack_mode: AckMode = AckMode.SUBSCRIBER
-    window: int = 16
-    policy: ShbPolicy = ShbPolicy()
-
-    def __attrs_post_init__(self) -> None:
-        if not self.pubends or len(set(self.pubends)) != len(self.pubends):
-            raise ProtocolMisuse(
-                f"ShbConfig: pubends {self.pubends!r}; allowed: one or more distinct names"
-            )
-        if self.window < 1:
-            raise ProtocolMisuse(f"ShbConfig: window {self.window}; allowed: an int >= 1")
-
-
-@final
-@attrs.frozen(kw_only=True)
-class Subscription:
-    """A durable subscription hosted here: its PFS ``number`` and parsed ``filter``."""
-
-    name: str
-    number: int
-    filter: Filter
-
-
-@final
-@attrs.frozen(kw_only=True)
-class Session:
-    """A connected subscriber: per pubend the ``t`` of the last message sent on this
-    connection (``position``), and per pubend in catchup the highest tick it nacked."""
-
-    connection: int
-    position: PMap[str, int]
-    catchup: PMap[str, int] = attrs.field(factory=pmap)
-
-
-@final
-@attrs.frozen(kw_only=True)
-class PubendView:
-    """What the SHB holds of one pubend: ``knowledge``, ``release`` and ``pfs``; ``floor`` is
-    the minimum ``released(s, p)`` over the records (:data:`NO_FLOOR`: none), kept so that
-    the constream learns ``released(p)`` without scanning every subscriber."""
-
-    knowledge: KnowledgeStream
-    release: ShbRelease
-    pfs: PfsStream
-    floor: int = NO_FLOOR
-
-    def released(self) -> int:
-        """``released(p) = min(latestDelivered(p), floor)`` [DUR §4.1]."""
-        return min(self.release.latest_delivered, self.floor)
-
-
-def _floor(rel: ShbRelease) -> int:
-    """The minimum ``released(s, p)`` over the active records (a scan)."""
-    return min((r.released for r in rel.records.values() if r.active), default=NO_FLOOR)
-
-
-@final
-@attrs.frozen(kw_only=True)
-class ShbState:
-    """The SHB (module doc): ``subs`` every durable subscription hosted (``index`` their
-    filters, matched by lookup [GD §4.1]), ``sessions`` the connected ones (``catching``: those
-    with a catchup stream, so that the constream's work never scans all of them), ``views``
-    one per pubend; ``next_number`` is the PFS number the next subscriber gets."""
-
-    config: ShbConfig
-    subs: PMap[str, Subscription] = attrs.field(factory=pmap)
-    index: FilterIndex = attrs.field(factory=FilterIndex)
-    sessions: PMap[str, Session] = attrs.field(factory=pmap)
-    catching: PSet[str] = attrs.field(factory=pset)
-    next_number: int = 0
-    views: PMap[str, PubendView] = attrs.field(factory=pmap)
-
-    def latest_delivered(self, pubend: str) -> int:
-        """``latestDelivered(p)``."""
-        return self.views[pubend].release.latest_delivered
-
-
-Effects = tuple[Any, ...]
 
 
 def shb_start(config: ShbConfig) -> ShbState:
@@ -263,14 +187,27 @@ def shb_recover(
     latest: Mapping[str, int],
     released: Mapping[tuple[int, str], int],
     pfs: Mapping[str, PfsStream],
+    moved: Mapping[str, tuple[str | None, Mapping[str, int], int]] | None = None,
 ) -> ShbState:
     """The SHB after a crash [DUR §4.1], from stable storage: ``latest`` (latestDelivered),
     ``released`` (``released(s, p)`` by subscriber number), each pubend's recovered ``pfs``;
     ``subscriptions`` are ``(name, number, filter)`` (the SHB's configuration). Knowledge and
     connections are gone; what it reported is taken to be ``released(p)``
-    (:func:`~gapless.impl.durable.release.shb_crash`)."""
+    (:func:`~gapless.impl.durable.release.shb_crash`). ``moved`` gives, for each subscriber
+    that moved here with its record active, the SHB it came from (None once that one
+    confirmed dropping it), its ``refilter_upto`` and the move's generation; the caller keeps
+    them (a subscriber whose
+    record was still pending is left out: the SHB it came from still holds it)."""
+    moves = moved or {}
     subs = {
-        name: Subscription(name=name, number=n, filter=parse_filter(f))
+        name: Subscription(
+            name=name,
+            number=n,
+            filter=parse_filter(f),
+            refilter_upto=pmap(moves[name][1]) if name in moves else pmap(),
+            previous=moves[name][0] if name in moves else None,
+            generation=moves[name][2] if name in moves else 0,
+        )
         for name, n, f in subscriptions
     }
     views = {}
@@ -280,166 +217,26 @@ def shb_recover(
             name: SubscriberRecord(released=released.get((s.number, p), ld))
             for name, s in subs.items()
         }
-        rel = ShbRelease(shb=config.shb, pubend=p, latest_delivered=ld, records=pmap(recs))
+        rel = ShbRelease(shb=config.shb, pubend=p, latest_delivered=ld, records=recs)
         views[p] = PubendView(
             knowledge=KnowledgeStream(),
             release=shb_crash(rel),
             pfs=pfs.get(p) or PfsStream.empty(p),
-            floor=_floor(rel),
         )
     index = FilterIndex.build((name, s.filter) for name, s in subs.items())
-    top = 1 + max((s.number for s in subs.values()), default=-1)
-    return ShbState(config=config, subs=pmap(subs), index=index, views=pmap(views), next_number=top)
-
-
-# ------------------------------------------------------------------------------ helpers
-
-
-def _reject(reason: str, inp: object) -> Effects:
-    return (Rejected(reason=reason, input=inp),)
-
-
-def _deliver(state: ShbState, sub: str, message: Any) -> Emit:
-    return Emit(
-        kind="dur_message",
-        detail=DurMessage(subscriber=sub, shb=state.config.shb, message=message),
+    # never reuse a number a live PFS record still names (a subscriber that left): the new
+    # subscriber would inherit its records
+    named = (len(v.pfs.last_index) for v in views.values())
+    top = max(1 + max((s.number for s in subs.values()), default=-1), *named)
+    moving = pset(name for name, s in subs.items() if s.previous is not None)
+    return ShbState(
+        config=config,
+        subs=pmap(subs),
+        index=index,
+        views=pmap(views),
+        next_number=top,
+        moving=moving,
     )
-
-
-def _release_moved(state: ShbState, p: str, before: int) -> tuple[ShbState, Effects]:
-    """``released(p)`` may have risen from ``before``: chop the PFS up to it (the puts it
-    depends on are flushed already)."""
-    view = state.views[p]
-    now = view.released()
-    if now <= before or now < 0:
-        return state, ()
-    pfs, fx = view.pfs.chop(now)
-    return attrs.evolve(state, views=state.views.set(p, attrs.evolve(view, pfs=pfs))), fx
-
-
-def _forget(state: ShbState, p: str) -> ShbState:
-    """Drop the knowledge no stream needs any more: at or below ``latestDelivered(p)`` and
-    every catchup stream's position. The SHB is no event cache [DUR §4.1]: a stream that
-    needs those ticks later (a reconnection) nacks them upstream."""
-    view = state.views[p]
-    floor = view.release.latest_delivered
-    for name in state.catching:
-        sess = state.sessions[name]
-        if p in sess.catchup:
-            floor = min(floor, sess.position.get(p, -1))
-    if floor < 0:
-        return state
-    k = view.knowledge.forget(0, floor)
-    if k == view.knowledge:
-        return state
-    return attrs.evolve(state, views=state.views.set(p, attrs.evolve(view, knowledge=k)))
-
-
-# ------------------------------------------------------------------------------ constream
-
-
-def _filter_once(
-    state: ShbState, p: str, lo: int, hi: int
-) -> tuple[PfsStream, Effects, dict[str, list[Data]]]:
-    """Filter each event of ``[lo, hi]`` once against every hosted subscriber (an index
-    lookup: the cost grows with the matching subscribers, not with all of them [GD §4.1]):
-    PFS records for the matching numbers, and the events for each matching subscriber that
-    is connected and not in catchup."""
-    view = state.views[p]
-    pfs = view.pfs
-    out: list[Any] = []
-    sends: dict[str, list[Data]] = {}
-    sessions = state.sessions
-    for first, _last, payload in view.knowledge.data(lo, hi):
-        if not isinstance(payload, Data):
-            continue
-        nums = []
-        for name in state.index.match(payload.attributes):
-            nums.append(state.subs[name].number)
-            sess = sessions.get(name)
-            if sess is not None and p not in sess.catchup:
-                sends.setdefault(name, []).append(payload)
-        pfs, fx = pfs.write(first, nums)
-        out.extend(fx)
-    pfs, fx = pfs.write(hi, ())
-    out.extend(fx)
-    return pfs, tuple(out), sends
-
-
-def _constream(state: ShbState, p: str) -> tuple[ShbState, Effects]:
-    """Deliver ``(latestDelivered(p), h]`` where ``h`` is the knowledge's doubt horizon
-    [DUR §4.1] (module doc: PFS first, synced; latestDelivered flushed; then subscribers)."""
-    view = state.views[p]
-    ld = view.release.latest_delivered
-    h = view.knowledge.doubt_horizon_dur(ld)
-    if h <= ld:
-        return state, ()
-    pfs, store_fx, sends = _filter_once(state, p, ld + 1, h)
-    pfs, sync_fx = pfs.sync()
-    effects: list[Any] = [*store_fx, *sync_fx, PutLatestDelivered(pubend=p, timestamp=h), Flush()]
-    before = view.released()
-    view = attrs.evolve(view, pfs=pfs, release=shb_delivered(view.release, h))
-    sessions = state.sessions
-    for name, datas in sends.items():
-        sess = sessions[name]
-        t0 = sess.position[p]  # its last message (silences come on the timer)
-        for data in datas:
-            msg = EventMessage(
-                pubend=p, t0=t0, t=data.tick, payload=data, attributes=data.attributes
-            )
-            effects.append(_deliver(state, name, msg))
-            t0 = data.tick
-        sessions = sessions.set(name, attrs.evolve(sess, position=sess.position.set(p, t0)))
-    state = attrs.evolve(state, views=state.views.set(p, view), sessions=sessions)
-    state, chop = _release_moved(state, p, before)
-    state, more = _catchups(state, p)
-    return _forget(state, p), (*effects, *chop, *more)
-
-
-# ------------------------------------------------------------------------------ catchup
-
-
-def _catchup(state: ShbState, name: str, p: str) -> tuple[ShbState, Effects]:
-    """One step of ``name``'s catchup stream for ``p``; switch over when it may."""
-    sess = state.sessions[name]
-    view = state.views[p]
-    ld = view.release.latest_delivered
-    step = catchup_step(
-        pubend=p,
-        subscriber=state.subs[name].number,
-        flt=state.subs[name].filter,
-        position=sess.position.get(p, -1),
-        latest_delivered=ld,
-        asked=sess.catchup[p],
-        knowledge=view.knowledge,
-        pfs=view.pfs,
-        window=state.config.window,
-    )
-    effects: list[Any] = [_deliver(state, name, m) for m in step.messages]
-    effects.extend(
-        Send(to=state.config.upstream, msg=Nack(pubend=p, start=a, end=b, retransmission=True))
-        for a, b in step.nacks
-    )
-    catchup = sess.catchup.set(p, step.asked)
-    if step.position >= state.config.policy.switchover_at(ld):
-        catchup = catchup.remove(p)
-        effects.append(Emit(kind="dur_switchover", detail=DurSwitchover(subscriber=name, pubend=p)))
-    new = attrs.evolve(sess, position=sess.position.set(p, step.position), catchup=catchup)
-    if new == sess:
-        return state, ()
-    catching = state.catching if catchup else state.catching.discard(name)
-    state = attrs.evolve(state, sessions=state.sessions.set(name, new), catching=catching)
-    return state, tuple(effects)
-
-
-def _catchups(state: ShbState, p: str) -> tuple[ShbState, Effects]:
-    """Step every catchup stream of pubend ``p``."""
-    out: list[Any] = []
-    for name in sorted(state.catching):
-        if p in state.sessions[name].catchup:
-            state, fx = _catchup(state, name, p)
-            out.extend(fx)
-    return state, tuple(out)
 
 
 # ------------------------------------------------------------------------------ handlers
@@ -449,18 +246,18 @@ def on_subscribe(state: ShbState, inp: Subscribe, now: int) -> tuple[ShbState, E
     """A new durable subscriber: registered at ``latestDelivered(p)`` (durable at once),
     connected on the constream [DUR §4.1]."""
     if inp.subscriber in state.subs:
-        return state, _reject(f"subscribe at {state.config.shb!r}: already subscribed", inp)
+        return state, reject(f"subscribe at {state.config.shb!r}: already subscribed", inp)
     try:
         flt = parse_filter(inp.filter)
     except FilterSyntaxError as err:
-        return state, _reject(f"subscribe at {state.config.shb!r}: bad filter: {err}", inp)
+        return state, reject(f"subscribe at {state.config.shb!r}: bad filter: {err}", inp)
     number = state.next_number
     views = state.views
     start: dict[str, int] = {}
     effects: list[Any] = []
     for p, view in state.views.items():
         rel, start[p] = shb_join(view.release, inp.subscriber)
-        views = views.set(p, attrs.evolve(view, release=rel, floor=min(view.floor, start[p])))
+        views = views.set(p, attrs.evolve(view, release=rel))
         effects.append(PutReleased(subscriber=number, pubend=p, timestamp=start[p]))
         if state.config.ack_mode is AckMode.SHB:
             effects.append(PutCheckpoint(subscriber=number, pubend=p, timestamp=start[p]))
@@ -495,9 +292,9 @@ def on_connect(state: ShbState, inp: Connect, now: int) -> tuple[ShbState, Effec
     resume = inp.resume
     if name not in state.subs or name in state.sessions:
         why = "unknown subscriber" if name not in state.subs else "already connected"
-        return state, _reject(f"connect at {state.config.shb!r}: {why}", inp)
+        return state, reject(f"connect at {state.config.shb!r}: {why}", inp)
     if resume is not None and not isinstance(resume, CheckpointToken):
-        return state, _reject(
+        return state, reject(
             f"connect at {state.config.shb!r}: resume {resume!r} is not a checkpoint token; "
             "allowed: a CheckpointToken, or None in ack mode SHB",
             inp,
@@ -508,7 +305,7 @@ def on_connect(state: ShbState, inp: Connect, now: int) -> tuple[ShbState, Effec
         at, rej = shb_resume_point(view.release, name, state.config.ack_mode, presented)
         if at is None or at > view.release.latest_delivered:
             why = rej[0].reason if rej else f"CT {at} for {p} beyond latestDelivered"
-            return state, _reject(why, inp)
+            return state, reject(why, inp)
         start[p] = at
     ct = CheckpointToken.of(start)
     pubends = state.config.pubends
@@ -531,11 +328,11 @@ def on_connect(state: ShbState, inp: Connect, now: int) -> tuple[ShbState, Effec
         for p in pubends:
             ld = state.latest_delivered(p)
             if start[p] < ld:
-                effects.append(_deliver(state, name, GapMessage(pubend=p, t0=start[p], t=ld)))
+                effects.append(deliver(state, name, GapMessage(pubend=p, t0=start[p], t=ld)))
         sess = attrs.evolve(sess, position=pmap({p: state.latest_delivered(p) for p in pubends}))
         return attrs.evolve(state, sessions=state.sessions.set(name, sess)), tuple(effects)
     for p in pubends:
-        state, fx = _catchup(state, name, p)
+        state, fx = step_catchup(state, name, p)
         effects.extend(fx)
     return state, tuple(effects)
 
@@ -543,7 +340,7 @@ def on_connect(state: ShbState, inp: Connect, now: int) -> tuple[ShbState, Effec
 def on_disconnect(state: ShbState, inp: Disconnect, now: int) -> tuple[ShbState, Effects]:
     """The connection ended; the subscription and its records stay."""
     if inp.subscriber not in state.sessions:
-        return state, _reject(f"disconnect at {state.config.shb!r}: not connected", inp)
+        return state, reject(f"disconnect at {state.config.shb!r}: not connected", inp)
     detail = DurDisconnect(subscriber=inp.subscriber, shb=state.config.shb)
     new = attrs.evolve(
         state,
@@ -553,13 +350,29 @@ def on_disconnect(state: ShbState, inp: Disconnect, now: int) -> tuple[ShbState,
     return new, (Emit(kind="dur_disconnect", detail=detail),)
 
 
+def on_unsubscribe(state: ShbState, inp: Unsubscribe, now: int) -> tuple[ShbState, Effects]:
+    """The subscriber leaves [DUR §3]: :func:`~gapless.impl.durable.shb_move.drop` (its
+    record leaves the release computation — the proved ``leave`` step —, its rows the tables,
+    its filter the index, so no PFS record names it any more), then a ``dur_leave``. Its CT
+    is refused from then on (it is no longer hosted here)."""
+    name = inp.subscriber
+    if name not in state.subs:
+        return state, reject(f"unsubscribe at {state.config.shb!r}: {name!r} not hosted here", inp)
+    state, effects = drop(state, name)
+    effects.append(Emit(kind="dur_leave", detail=DurLeave(subscriber=name)))
+    return state, tuple(effects)
+
+
 def on_ack(state: ShbState, inp: Ack, now: int) -> tuple[ShbState, Effects]:
     """``released(s, p)`` rises to the acknowledged CT, never past what this connection
     delivered (the SHB never trusts a CT beyond that [DUR §2]); put and flushed at once."""
     name = inp.subscriber
     sess = state.sessions.get(name)
+    if name not in state.subs:
+        why = "not hosted here (never subscribed, unsubscribed or moved away)"
+        return state, reject(f"ack at {state.config.shb!r}: {name!r} {why}", inp)
     if sess is None or not isinstance(inp.ct, CheckpointToken):
-        return state, _reject(f"ack at {state.config.shb!r}: not connected or no CT", inp)
+        return state, reject(f"ack at {state.config.shb!r}: not connected or no CT", inp)
     number = state.subs[name].number
     effects: list[Any] = [
         Emit(kind="dur_ack", detail=DurAck(subscriber=name, shb=state.config.shb, ct=inp.ct))
@@ -568,17 +381,17 @@ def on_ack(state: ShbState, inp: Ack, now: int) -> tuple[ShbState, Effects]:
     views = state.views
     for p, t in sorted(inp.ct.entries.items()):
         view = views.get(p)
-        if view is None or t > sess.position.get(p, -1):
-            effects.extend(_reject(f"ack of {p} at {t}: not delivered here", (name, p, t)))
+        if view is None or t > sent(state, name, sess, p):
+            effects.extend(reject(f"ack of {p} at {t}: not delivered here", (name, p, t)))
             continue
         rel, rej = shb_acknowledge(view.release, name, t)
         effects.extend(rej)
         if rel is view.release:
             continue
         moved.append((p, view.released()))
-        was = view.release.records[name].released
-        floor = _floor(rel) if was == view.floor else view.floor  # acks only raise
-        views = views.set(p, attrs.evolve(view, release=rel, floor=floor))
+        views = views.set(p, attrs.evolve(view, release=rel))
+        if name in rel.pending:  # a moved subscriber's record is written once active
+            continue
         effects.append(PutReleased(subscriber=number, pubend=p, timestamp=t))
         if state.config.ack_mode is AckMode.SHB:
             effects.append(PutCheckpoint(subscriber=number, pubend=p, timestamp=t))
@@ -587,7 +400,7 @@ def on_ack(state: ShbState, inp: Ack, now: int) -> tuple[ShbState, Effects]:
     effects.append(Flush())
     state = attrs.evolve(state, views=views)
     for p, before in moved:
-        state, fx = _release_moved(state, p, before)
+        state, fx = release_moved(state, p, before)
         effects.extend(fx)
     return state, tuple(effects)
 
@@ -607,10 +420,10 @@ def _learn(state: ShbState, p: str, k: KnowledgeStream) -> tuple[ShbState, Effec
     or one about ticks already forgotten), the input is ignored: the same state and ``()``."""
     view = state.views[p]
     new = attrs.evolve(state, views=state.views.set(p, attrs.evolve(view, knowledge=k)))
-    new, fx = _constream(new, p)
+    new, fx = constream(new, p)
     if not fx:
-        new, fx = _catchups(new, p)
-        new = _forget(new, p)
+        new, fx = catchups(new, p)
+        new = forget(new, p)
     if not fx and new.views[p].knowledge == view.knowledge:
         return state, ()
     return new, fx
@@ -621,11 +434,11 @@ def on_knowledge(state: ShbState, msg: Knowledge, now: int) -> tuple[ShbState, E
     catchup streams of its pubend advance as far as it allows."""
     view = state.views.get(msg.pubend) if isinstance(msg, Knowledge) else None
     if view is None:
-        return state, _reject(f"knowledge at {state.config.shb!r}: unknown pubend", msg)
+        return state, reject(f"knowledge at {state.config.shb!r}: unknown pubend", msg)
     try:
         k = _accumulate(view.knowledge, msg)
     except (ValueError, TypeError) as err:  # the lattice refuses a conflicting value
-        return state, _reject(f"knowledge at {state.config.shb!r}: {err}", msg)
+        return state, reject(f"knowledge at {state.config.shb!r}: {err}", msg)
     if k == view.knowledge:
         return state, ()
     return _learn(state, msg.pubend, k)
@@ -635,7 +448,7 @@ def on_lost(state: ShbState, msg: Lost, now: int) -> tuple[ShbState, Effects]:
     """Upstream says ``[start, end]`` is L: catchup streams waiting there may send gaps."""
     view = state.views.get(msg.pubend) if isinstance(msg, Lost) else None
     if view is None or msg.start < 0 or msg.end < msg.start:
-        return state, _reject(f"lost at {state.config.shb!r}: malformed", msg)
+        return state, reject(f"lost at {state.config.shb!r}: malformed", msg)
     k = view.knowledge.accumulate(msg.start, msg.end, L)
     if k == view.knowledge:
         return state, ()
@@ -644,8 +457,13 @@ def on_lost(state: ShbState, msg: Lost, now: int) -> tuple[ShbState, Effects]:
 
 def on_tick(state: ShbState, inp: Tick, now: int) -> tuple[ShbState, Effects]:
     """Report ``(released(p), latestDelivered(p))`` upstream; nack the first hole above
-    latestDelivered (the constream's doubt); let every catchup stream ask again."""
+    latestDelivered (the constream's doubt); let every catchup stream ask again. With
+    ``sync_every``, first deliver what the constream held back (a sync point)."""
     effects: list[Any] = []
+    if state.config.sync_every is not None:
+        for p in state.config.pubends:
+            state, fx = constream(state, p, force=True)
+            effects.extend(fx)
     views = state.views
     window = state.config.window
     for p, view in state.views.items():
@@ -662,19 +480,23 @@ def on_tick(state: ShbState, inp: Tick, now: int) -> tuple[ShbState, Effects]:
                     msg=Nack(pubend=p, start=first, end=end, retransmission=True),
                 )
             )
+    puts, unregister = activations(state, attrs.evolve(state, views=views))
+    effects.extend(puts)
     sessions = state.sessions
     for name, sess in state.sessions.items():
         pos = sess.position
         for p in state.config.pubends:  # a silence to whom matched nothing lately [DUR §4.1]
             ld = views[p].release.latest_delivered
             if p not in sess.catchup and pos[p] < ld:
-                effects.append(_deliver(state, name, SilenceMessage(pubend=p, t0=pos[p], t=ld)))
+                at = sent(state, name, sess, p)
+                if at < ld:
+                    effects.append(deliver(state, name, SilenceMessage(pubend=p, t0=at, t=ld)))
                 pos = pos.set(p, ld)
         fresh = pmap(dict.fromkeys(sess.catchup, NEVER))
         if pos is not sess.position or fresh != sess.catchup:
             sessions = sessions.set(name, attrs.evolve(sess, position=pos, catchup=fresh))
     state = attrs.evolve(state, views=views, sessions=sessions)
     for p in state.config.pubends:
-        state, fx = _catchups(state, p)
+        state, fx = catchups(state, p)
         effects.extend(fx)
-    return state, tuple(effects)
+    return state, (*effects, *unregister)

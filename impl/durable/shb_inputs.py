@@ -10,7 +10,17 @@ import attrs
 
 from gapless.impl.durable.ct import CheckpointToken
 
-__all__ = ["Ack", "Emit", "Lost", "Subscribe", "Tick"]
+__all__ = [
+    "Ack",
+    "Emit",
+    "Lost",
+    "MoveIn",
+    "Subscribe",
+    "Tick",
+    "Unregister",
+    "Unregistered",
+    "Unsubscribe",
+]
 
 
 @final
@@ -22,6 +32,52 @@ class Subscribe:
     subscriber: str
     filter: str
     connection: int = 0
+
+
+@final
+@attrs.frozen(kw_only=True)
+class Unsubscribe:
+    """Durable subscriber ``subscriber`` ends its subscription: it leaves the release
+    computation [DUR §3], the PFS stops naming it, its CT is no longer accepted."""
+
+    subscriber: str
+
+
+@final
+@attrs.frozen(kw_only=True)
+class MoveIn:
+    """Reconnect-anywhere [DUR §1 item 5]: durable subscriber ``subscriber`` (filter
+    ``filter``), registered at SHB ``previous``, connects here presenting ``ct``
+    (``spec/durable.md``, "Reconnect-anywhere")."""
+
+    subscriber: str
+    filter: str
+    previous: str
+    ct: CheckpointToken
+    connection: int = 0
+    #: how many times this subscriber has moved, this move included: the subscriber counts
+    #: its own moves, so that a late :class:`Unregister` from an earlier move is told apart
+    generation: int = 1
+
+
+@final
+@attrs.frozen(kw_only=True)
+class Unregister:
+    """From SHB ``by``, where ``subscriber`` moved (its move number ``generation``): its record
+    there is active, so this SHB drops its own, if older (step 4 of reconnect-anywhere)."""
+
+    subscriber: str
+    by: str
+    generation: int = 1
+
+
+@final
+@attrs.frozen(kw_only=True)
+class Unregistered:
+    """The answer to :class:`Unregister`: ``subscriber``'s record is gone from ``shb``."""
+
+    subscriber: str
+    shb: str
 
 
 @final

@@ -16,7 +16,8 @@ carried out, and :mod:`gapless.models.durable_store` carries them out on real fi
 
 * a record is durable only after a :class:`PfsSync` covering its index (the log's fsync);
 * the table puts (:class:`PutLatestDelivered`, :class:`PutReleased`, :class:`PutCheckpoint`,
-  :class:`PutPfsMeta`) since the previous :class:`Flush` become durable together, atomically,
+  :class:`PutPfsMeta`, :class:`DropSubscriber`) since the previous :class:`Flush` become
+  durable together, atomically,
   at the next :class:`Flush` (one database transaction per flush [DUR §5.2]);
 * ``latestDelivered(p)`` may be flushed only once every PFS record at or below it has been
   synced: delivery to the PFS completes only when the record is on stable storage [DUR §4.1];
@@ -39,6 +40,7 @@ from gapless.impl.errors import GaplessError
 __all__ = [
     "NO_INDEX",
     "CorruptLog",
+    "DropSubscriber",
     "FatalStorageError",
     "Flush",
     "PfsAppend",
@@ -137,16 +139,31 @@ class PutCheckpoint:
 
 @final
 @attrs.frozen(kw_only=True)
+class DropSubscriber:
+    """Subscriber ``subscriber`` unsubscribed durably (or moved away): its ``released(s, p)``
+    and ``CT(s, p)`` rows go, durable at the next flush, so that the durable ``released(p)``
+    no longer counts it [DUR §3 "a subscriber joining or leaving"]."""
+
+    subscriber: SubscriberId
+
+
+@final
+@attrs.frozen(kw_only=True)
 class PutPfsMeta:
     """The PFS metadata of ``pubend`` [DUR §4.2]: ``first_index`` (the first live record),
     ``next_index`` (records below it were synced), ``last_timestamp`` and ``last_index``
-    (``lastIndex(s)`` for every subscriber with a live record, sorted)."""
+    (``lastIndex(s)`` pairs, sorted by subscriber). With ``changed_only`` False they are every
+    subscriber's (the stored ones are replaced); with ``changed_only`` True only those that
+    changed since the previous put for this pubend (the stored ones are updated, the others
+    kept): a sync point then writes what the matching subscribers number, not what the SHB
+    hosts."""
 
     pubend: str
     first_index: int
     next_index: int
     last_timestamp: int
     last_index: tuple[tuple[SubscriberId, int], ...]
+    changed_only: bool = False
 
 
 @final
@@ -163,6 +180,7 @@ StorageEffect = (
     | PutReleased
     | PutCheckpoint
     | PutPfsMeta
+    | DropSubscriber
     | Flush
 )
 """Every effect a store carries out."""

@@ -46,6 +46,7 @@ from gapless.impl.durable.shb import (
     ShbState,
     Subscribe,
     Tick,
+    Unsubscribe,
     on_ack,
     on_connect,
     on_disconnect,
@@ -53,10 +54,12 @@ from gapless.impl.durable.shb import (
     on_lost,
     on_subscribe,
     on_tick,
+    on_unsubscribe,
     shb_recover,
     shb_start,
 )
 from gapless.impl.durable.storage import (
+    DropSubscriber,
     Flush,
     PfsAppend,
     PfsChop,
@@ -82,6 +85,7 @@ PUBENDS = ("p", "q")
 FILTERS = {"s0": "*", "s1": 'k == "a"', "s2": 'k == "b"'}
 SHB = "shb"
 STORAGE = (
+    DropSubscriber,
     Flush,
     PfsAppend,
     PfsChop,
@@ -154,6 +158,7 @@ class ShbMachine(RuleBasedStateMachine):
     """The SHB alone with a scripted pubend (module doc)."""
 
     policy = ShbPolicy()
+    sync_every: int | None = None  # the constream's sync points (None: every batch)
     ack_ahead = False  # planted: acknowledge the pubend's T(p), not what was consumed
 
     def __init__(self) -> None:
@@ -171,6 +176,8 @@ class ShbMachine(RuleBasedStateMachine):
         self.rejected: list[Rejected] = []
         self.last_crash = 0
         self.joined: dict[str, dict[str, int]] = {}  # where each subscriber started
+        self.gone: set[str] = set()  # unsubscribed (never subscribed again)
+        self.left: dict[str, dict[str, int]] = {}  # latestDelivered when each one left
 
     # ---------------------------------------------------------------- plumbing
 
@@ -210,7 +217,13 @@ class ShbMachine(RuleBasedStateMachine):
         for p in PUBENDS:
             self.pubs[p].rel = rl.PubendRelease(pubend=p, max_retain=mr)
         self.config = ShbConfig(
-            shb=SHB, upstream="phb", pubends=PUBENDS, window=3, ack_mode=mode, policy=self.policy
+            shb=SHB,
+            upstream="phb",
+            pubends=PUBENDS,
+            window=3,
+            ack_mode=mode,
+            policy=self.policy,
+            sync_every=self.sync_every,
         )
         self.shb = shb_start(self.config)
 
@@ -219,11 +232,11 @@ class ShbMachine(RuleBasedStateMachine):
         names = sorted(n for n, s in self.subs.items() if s.connected == connected)
         return names[i % len(names)] if names else None
 
-    @precondition(lambda self: len(self.subs) < len(FILTERS))
+    @precondition(lambda self: len(self.subs) + len(self.gone) < len(FILTERS))
     @rule()
     def subscribe(self) -> None:
-        name = sorted(FILTERS)[len(self.subs)]
-        self.numbers[name] = len(self.numbers)
+        name = sorted(set(FILTERS) - set(self.subs) - self.gone)[0]
+        self.numbers[name] = self.shb.next_number  # the number the SHB gives it
         start = {p: self.shb.latest_delivered(p) for p in PUBENDS}
         self.subs[name] = Sub(ct=dict(start), acked=[dict(start)], presented=dict(start))
         self.joined[name] = start
@@ -346,6 +359,31 @@ class ShbMachine(RuleBasedStateMachine):
         s.acked.append(ct)
         self.run(on_ack, Ack(subscriber=name, ct=CheckpointToken.of(ct)))
 
+    @precondition(lambda self: len(self.subs) > 1 and not self.gone)  # at most one leaves
+    @rule(i=st.integers(0, 2))
+    def unsubscribe(self, i: int) -> None:
+        """A subscriber, connected or not, unsubscribes durably [DUR §3]: it leaves the
+        release computation, the PFS stops naming it, and its CT is refused afterwards."""
+        name = sorted(self.subs)[i % len(self.subs)]
+        s = self.subs.pop(name)
+        self.gone.add(name)
+        self.run(on_unsubscribe, Unsubscribe(subscriber=name))
+        for p in PUBENDS:
+            assert name not in self.shb.views[p].release.records
+        assert name not in self.shb.sessions
+        assert name not in self.shb.subs
+        self.left[name] = {p: self.shb.latest_delivered(p) for p in PUBENDS}
+        number = self.numbers[name]
+        assert all(k[0] != number for k in self.store.order.tables.released)
+        before = len(self.rejected)
+        self.run(on_ack, Ack(subscriber=name, ct=CheckpointToken.of(s.ct)))
+        self.run(
+            on_connect,
+            Connect(subscriber=name, filter=FILTERS[name], resume=CheckpointToken.of(s.ct)),
+        )
+        assert len(self.rejected) == before + 2
+        assert "not hosted here" in self.rejected[-2].reason
+
     @precondition(lambda self: self.seq - self.last_crash >= 25)  # rarer than the rest
     @rule()
     def crash(self) -> None:
@@ -437,7 +475,9 @@ class ShbMachine(RuleBasedStateMachine):
                 for name in named:
                     assert parse_filter(FILTERS[name]).matches(data.attributes), (name, rec)
                 for name, ct in self.joined.items():
-                    if ct[p] < rec.timestamp and _matches(FILTERS[name], data.attributes):
+                    if name in self.left and rec.timestamp > self.left[name][p]:
+                        assert name not in named, (name, rec)  # it left: no new records
+                    elif ct[p] < rec.timestamp and _matches(FILTERS[name], data.attributes):
                         assert name in named, (name, rec)
 
 
@@ -445,6 +485,16 @@ FAST = settings(max_examples=100, stateful_step_count=60, deadline=None)
 
 TestShb = ShbMachine.TestCase
 TestShb.settings = FAST
+
+
+class SyncEveryMachine(ShbMachine):
+    """The same machine with sync points every 3 events [DUR §5.1.2] (a group commit)."""
+
+    sync_every = 3
+
+
+TestShbSyncEvery = SyncEveryMachine.TestCase
+TestShbSyncEvery.settings = FAST
 
 
 def test_a_reconnection_with_an_older_ct_gets_a_gap_then_the_rest() -> None:

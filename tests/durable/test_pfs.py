@@ -137,11 +137,21 @@ def test_pfs_effects_and_no_ops() -> None:
     assert fx == (
         PfsSync(pubend="P0", upto_index=0),
         PutPfsMeta(
-            pubend="P0", first_index=0, next_index=1, last_timestamp=2, last_index=((1, 0), (2, 0))
+            pubend="P0",
+            first_index=0,
+            next_index=1,
+            last_timestamp=2,
+            last_index=((1, 0), (2, 0)),
+            changed_only=True,
         ),
     )
     assert synced.sync()[0] is synced
     assert synced.sync()[1] == ()
+    # a sync point writes lastIndex only for the subscribers written since the last one
+    again, _ = synced.write(3, (2, 9))
+    _, fx = again.sync()
+    assert fx[-1].last_index == ((2, 1), (9, 1))
+    assert fx[-1].changed_only
     more, _ = synced.write(5, (1,))
     chopped, fx = more.sync()[0].chop(2)
     assert fx[1:] == (Flush(), PfsChop(pubend="P0", first_index=1, released=2))

@@ -269,6 +269,25 @@ class ReleaseMachine(RuleBasedStateMachine):
         for t in range(self.pub.clock + 2):
             assert (k.value_at(t).kind is Kind.L) == (t in lost), t
 
+    @invariant()
+    def incremental_minimum_is_the_scan(self) -> None:
+        """``released(p)`` is kept incrementally (a :class:`MinBag` of the active records'
+        ``released(s, p)``, and the set of pending records): on every state the core
+        reaches, both equal what a scan of the records gives."""
+        if self.judge_only:
+            return
+        for b in SHBS:
+            st = self.shb[b]
+            active = sorted(r.released for r in st.records.values() if r.active)
+            held = [v for v, n in st.active.counts.items() for _ in range(n)]
+            assert sorted(held) == active
+            assert st.active.min() == (active[0] if active else None)
+            assert set(st.pending) == {s for s, r in st.records.items() if not r.active}
+            assert st.released() == min([st.latest_delivered, *active])
+            rebuilt = rl.ShbRelease(shb=b, pubend="p", records=st.records)
+            assert rebuilt.active == st.active
+            assert rebuilt.pending == st.pending
+
     def symbolic(self) -> dict[str, int | bool]:
         """This concrete state in the variables of ``spec/durable_proofs.py``."""
         v: dict[str, int | bool] = {}

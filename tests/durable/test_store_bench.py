@@ -14,7 +14,18 @@ from gapless.cli.main import cli
 
 def test_bench_durable_tiny_run() -> None:
     result = CliRunner().invoke(
-        cli, ["bench", "durable", "--json", "--param", "seconds=1", "--param", "kills=1"]
+        cli,
+        [
+            "bench",
+            "durable",
+            "--json",
+            "--param",
+            "seconds=1",
+            "--param",
+            "kills=1",
+            "--param",
+            "constream_events=5",
+        ],
     )
     assert result.exit_code == 0, result.output
     out = json.loads(result.output)
@@ -32,7 +43,10 @@ def test_bench_durable_tiny_run() -> None:
         "pfs_time_ratio",
         "crash_acknowledged_lost",
         "crash_inconsistent",
+        "constream_cost_ratio_10000",
     }
+    assert out["constream_events"] == 5
+    assert out["constream_us_10000"] > 0
     assert out["targets"]["crash_acknowledged_lost"]["met"]
 
 

@@ -1,0 +1,194 @@
+"""Reconnect-anywhere and leaving at the durable SHB [DUR §1 item 5, §3], pure handlers over
+:class:`~gapless.impl.durable.shb_core.ShbState` (re-exported by
+:mod:`gapless.impl.durable.shb`).
+
+Theory of operation
+-------------------
+The paper says only that a subscriber reconnecting to another SHB recovers by refiltering
+events retrieved from the PHB or intermediate caches. ``spec/durable.md`` ("Reconnect-anywhere")
+designs the release side, proved step by step in ``spec/durable_proofs.py``
+(``release_move_register``, ``release_activate``, ``release_move_unregister``); here is the
+SHB side of it:
+
+1. :func:`on_move_in` — the new SHB registers the subscriber as a *pending* record at the CT it
+   presents (:func:`~gapless.impl.durable.release.shb_register_moved`; pending records do not
+   count in ``released(p)`` and are not written to the tables), gives it a PFS number, and puts
+   it in catchup for every pubend from that CT. The PFS here names it in no record written
+   before, so its catchup streams *refilter* every tick up to the ``latestDelivered(p)`` of the
+   registration (``Subscription.refilter_upto``): they nack them upstream and filter the
+   answers, as for chopped ticks. From then on the constream filters it like any subscriber.
+2. The old SHB keeps its record, which still holds ``Tr(p)`` at or below what the subscriber
+   acknowledged there.
+3. On the timer, :func:`~gapless.impl.durable.release.shb_activate` (inside the report step)
+   activates the record once its ``released(s, p)`` (raised by acks here) is at or above what
+   this SHB already reported; :func:`activations` writes it to the tables and flushes.
+4. Once it is active for every pubend, the new SHB sends :class:`Unregister` to the old one
+   (again on every timer until :class:`Unregistered` confirms); the old SHB drops the record
+   (:func:`drop`, the proved ``leave`` step) and answers. Messages may be late: the subscriber
+   numbers its moves (``MoveIn.generation``), each record remembers the move that made it,
+   and a request from a move no later than the record's own drops nothing (the subscriber has
+   moved back since: that record is the newer one).
+
+So at every moment an active record at or below the subscriber's acknowledged CT holds
+``Tr(p)`` down. :func:`drop` is also what :func:`~gapless.impl.durable.shb.on_unsubscribe`
+does.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import attrs
+from pyrsistent import pmap
+
+from gapless.impl.durable.ct import CheckpointToken
+from gapless.impl.durable.records import DurConnect, DurDisconnect
+from gapless.impl.durable.release import AckMode, shb_leave, shb_register_moved
+from gapless.impl.durable.shb_core import (
+    NEVER,
+    Effects,
+    Session,
+    ShbState,
+    Subscription,
+    reject,
+    release_moved,
+    step_catchup,
+)
+from gapless.impl.durable.shb_inputs import Emit, MoveIn, Unregister, Unregistered
+from gapless.impl.durable.storage import DropSubscriber, Flush, PutCheckpoint, PutReleased
+from gapless.impl.effects import Send
+from gapless.impl.filters import FilterSyntaxError, parse_filter
+
+__all__ = ["activations", "drop", "on_move_in", "on_unregister", "on_unregistered"]
+
+
+def drop(state: ShbState, name: str) -> tuple[ShbState, list[Any]]:
+    """Remove hosted subscriber ``name``: its record from every pubend's release state (the
+    proved ``leave`` step), its rows from the tables (:class:`DropSubscriber`, flushed), its
+    filter (no new PFS record names it), its session (a ``dur_disconnect`` if connected);
+    then chop what the risen ``released(p)`` allows."""
+    sub = state.subs[name]
+    views = state.views
+    before = {p: v.released() for p, v in views.items()}
+    for p, view in state.views.items():
+        views = views.set(p, attrs.evolve(view, release=shb_leave(view.release, name)))
+    effects: list[Any] = []
+    if name in state.sessions:
+        detail = DurDisconnect(subscriber=name, shb=state.config.shb)
+        effects.append(Emit(kind="dur_disconnect", detail=detail))
+    effects.extend((DropSubscriber(subscriber=sub.number), Flush()))
+    state = attrs.evolve(
+        state,
+        subs=state.subs.remove(name),
+        index=state.index.remove(name),
+        sessions=state.sessions.discard(name),
+        catching=state.catching.discard(name),
+        moving=state.moving.discard(name),
+        views=views,
+    )
+    for p in state.config.pubends:
+        state, fx = release_moved(state, p, before[p])
+        effects.extend(fx)
+    return state, effects
+
+
+def on_move_in(state: ShbState, inp: MoveIn, now: int) -> tuple[ShbState, Effects]:
+    """Step 1 (module doc): register ``inp.subscriber`` pending at ``inp.ct``, in catchup
+    from it, refiltering what the PFS here cannot know. A CT above ``latestDelivered(p)``
+    is refused (the constream here has not reached it yet: the subscriber retries)."""
+    name, shb = inp.subscriber, state.config.shb
+    if name in state.subs:
+        return state, reject(f"move to {shb!r}: {name!r} is already hosted here", inp)
+    if not isinstance(inp.ct, CheckpointToken) or inp.previous == shb:
+        return state, reject(f"move to {shb!r}: needs a checkpoint token and another SHB", inp)
+    try:
+        flt = parse_filter(inp.filter)
+    except FilterSyntaxError as err:
+        return state, reject(f"move to {shb!r}: bad filter: {err}", inp)
+    start = {p: inp.ct.at(p) for p in state.config.pubends}
+    for p, t in start.items():
+        if t > state.latest_delivered(p):
+            why = f"CT {t} for {p} beyond latestDelivered {state.latest_delivered(p)}; retry"
+            return state, reject(f"move to {shb!r}: {why}", inp)
+    views = state.views
+    for p, view in state.views.items():
+        rel = shb_register_moved(view.release, name, start[p])
+        views = views.set(p, attrs.evolve(view, release=rel))
+    upto = pmap({p: state.latest_delivered(p) for p in state.config.pubends})
+    sub = Subscription(
+        name=name,
+        number=state.next_number,
+        filter=flt,
+        refilter_upto=upto,
+        previous=inp.previous,
+        generation=inp.generation,
+    )
+    pubends = state.config.pubends
+    sess = Session(
+        connection=inp.connection,
+        position=pmap(start),
+        catchup=pmap(dict.fromkeys(pubends, NEVER)),
+    )
+    state = attrs.evolve(
+        state,
+        subs=state.subs.set(name, sub),
+        index=state.index.add(name, flt),
+        next_number=state.next_number + 1,
+        sessions=state.sessions.set(name, sess),
+        catching=state.catching.add(name),
+        moving=state.moving.add(name),
+        views=views,
+    )
+    ct = CheckpointToken.of(start)
+    detail = DurConnect(subscriber=name, shb=shb, ct=ct, catchup=frozenset(pubends))
+    effects: list[Any] = [Emit(kind="dur_connect", detail=detail)]
+    for p in pubends:
+        state, fx = step_catchup(state, name, p)
+        effects.extend(fx)
+    return state, tuple(effects)
+
+
+def activations(before: ShbState, after: ShbState) -> tuple[list[Any], list[Any]]:
+    """Steps 3 and 4 (module doc), after the timer's report step took ``before`` to
+    ``after``: the table puts (then a flush) of the records it activated, and an
+    :class:`Unregister` to the previous SHB of each moved subscriber active everywhere."""
+    puts: list[Any] = []
+    for p, view in after.views.items():
+        for name in before.views[p].release.pending - view.release.pending:
+            number, t = after.subs[name].number, view.release.records[name].released
+            puts.append(PutReleased(subscriber=number, pubend=p, timestamp=t))
+            if after.config.ack_mode is AckMode.SHB:
+                puts.append(PutCheckpoint(subscriber=number, pubend=p, timestamp=t))
+    if puts:
+        puts.append(Flush())
+    sends: list[Any] = []
+    for name in sorted(after.moving):
+        previous = after.subs[name].previous
+        pending = any(name in v.release.pending for v in after.views.values())
+        if previous is not None and not pending:
+            gen = after.subs[name].generation
+            msg = Unregister(subscriber=name, by=after.config.shb, generation=gen)
+            sends.append(Send(to=previous, msg=msg))
+    return puts, sends
+
+
+def on_unregister(state: ShbState, msg: Unregister, now: int) -> tuple[ShbState, Effects]:
+    """Step 4 at the old SHB: the subscriber's record is active at ``msg.by``; drop ours and
+    confirm. A repeated request finds nothing to drop, and a late one from an earlier move
+    (its ``generation`` not above that of our record: the subscriber has moved here since)
+    drops nothing; both are confirmed again."""
+    reply = Send(to=msg.by, msg=Unregistered(subscriber=msg.subscriber, shb=state.config.shb))
+    sub = state.subs.get(msg.subscriber)
+    if sub is None or sub.generation >= msg.generation:
+        return state, (reply,)
+    state, effects = drop(state, msg.subscriber)
+    return state, (*effects, reply)
+
+
+def on_unregistered(state: ShbState, msg: Unregistered, now: int) -> tuple[ShbState, Effects]:
+    """The old SHB confirmed: stop asking it."""
+    name = msg.subscriber if isinstance(msg, Unregistered) else None
+    if name is None or name not in state.moving:
+        return state, ()
+    sub = attrs.evolve(state.subs[name], previous=None)
+    return attrs.evolve(state, moving=state.moving.remove(name), subs=state.subs.set(name, sub)), ()

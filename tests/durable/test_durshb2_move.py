@@ -1,0 +1,523 @@
+"""Reconnect-anywhere at the durable SHB [DUR §1 item 5; ``spec/durable.md``]: two SHBs under
+one intermediate node under one scripted pubend, subscribers that move between them.
+
+A Hypothesis state machine: the pubend publishes (its knowledge goes to both SHBs), answers
+nacks (data, silence, or L for released ticks) and turns ticks L by the release rule from the
+node's minimum over the two SHBs' reports; links lose messages (knowledge, nacks, reports and
+the SHBs' ``Unregister``/``Unregistered``); subscribers subscribe at either SHB, disconnect,
+reconnect at their SHB, *move* to the other one presenting their current CT or an older
+acknowledged one (:class:`~gapless.impl.durable.shb.MoveIn`), and acknowledge what they
+consumed. Both SHBs' storage effects run on :class:`MemoryStore` (which refuses a wrong
+order). Every ``dur_*`` record is judged online by the durable invariants (Tr <= Td, the L
+rule, gap legality, exactly once), and after every step the safety the design promises is
+checked directly: no tick above what a subscriber acknowledged is L unless early release
+allowed it, and a moved subscriber keeps an active record somewhere. At the end everyone
+reconnects, the run drains, every move completes (one record left, at the new SHB) and each
+subscriber's last connection received exactly the matching events after the CT it presented,
+minus the gap ranges. A planted bug (the old SHB drops its record as soon as the subscriber
+moves, before the new one is active) is caught."""
+
+from __future__ import annotations
+
+from collections import deque
+from typing import Any
+
+import attrs
+import pytest
+from hypothesis import Phase, settings
+from hypothesis import strategies as st
+from hypothesis.stateful import (
+    RuleBasedStateMachine,
+    initialize,
+    invariant,
+    precondition,
+    rule,
+    run_state_machine_as_test,
+)
+
+from gapless.impl.durable import release as rl
+from gapless.impl.durable import shb_move
+from gapless.impl.durable.ct import CheckpointToken
+from gapless.impl.durable.messages import EventMessage, GapMessage
+from gapless.impl.durable.records import DurCrash, DurEvent, DurRelease
+from gapless.impl.durable.shb import (
+    Ack,
+    Emit,
+    Lost,
+    MoveIn,
+    ShbConfig,
+    ShbState,
+    Subscribe,
+    Tick,
+    Unregister,
+    Unregistered,
+    on_ack,
+    on_connect,
+    on_disconnect,
+    on_knowledge,
+    on_lost,
+    on_move_in,
+    on_subscribe,
+    on_tick,
+    on_unregister,
+    on_unregistered,
+    shb_recover,
+    shb_start,
+)
+from gapless.impl.effects import Rejected, Send
+from gapless.impl.filters import parse_filter
+from gapless.impl.gd.messages import Data, Knowledge, Nack
+from gapless.impl.inputs import Connect, Disconnect
+from gapless.impl.trace import TraceRecord
+from gapless.invariants.checker import Checker
+from gapless.invariants.durable import PLUGINS
+from gapless.invariants.plugin import CheckContext
+from gapless.models.durable_store import MemoryStore
+
+P = "p"
+SHBS = ("b0", "b1")
+NODE = "n"
+FILTERS = {"s0": "*", "s1": 'k == "a"', "s2": 'k == "b"'}
+
+CTX = CheckContext(
+    subscriptions=(),
+    cell_of={"b0": "c0", "b1": "c1", NODE: "cn"},
+    cell_tree=(("cn", "c0"), ("cn", "c1")),
+    pubend_host={P: "phb"},
+    merged=(),
+    roles={"b0": "shb", "b1": "shb", NODE: "ib", "phb": "phb"},
+    min_repetition_us=0,
+    matches=lambda flt, attributes: parse_filter(flt).matches(attributes),
+    logged=lambda _p: None,
+    payload_attributes=lambda _x: None,
+)
+
+
+@attrs.define
+class Sub:
+    """A subscriber's own model (as in ``test_dur_shb.py``) and the SHB it is at."""
+
+    home: str
+    ct: int
+    acked: list[int]
+    connected: bool = True
+    presented: int = -1
+    log: list[Any] = attrs.Factory(list)
+    moves: int = 0  # how many moves it made (a MoveIn's generation) [spec/durable.md]
+
+
+class MoveMachine(RuleBasedStateMachine):
+    """Two SHBs, one node, one pubend (module doc)."""
+
+    early_drop = False  # planted: the old SHB drops the record as soon as the subscriber moves
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.rel = rl.PubendRelease(pubend=P)
+        self.node = rl.NodeRelease.over(NODE, P, SHBS)
+        self.events: dict[int, Data] = {}
+        self.shb: dict[str, ShbState] = {}
+        self.store = {b: MemoryStore() for b in SHBS}
+        self.down: dict[str, deque[Any]] = {b: deque() for b in SHBS}
+        self.up: deque[tuple[str, Any]] = deque()  # (from SHB, message)
+        self.subs: dict[str, Sub] = {}
+        self.checker = Checker(CTX, plugins=PLUGINS)
+        self.seq = 0
+        self.moves = 0
+        self.last_crash = 0
+
+    # ---------------------------------------------------------------- plumbing
+
+    def record(self, node: str, kind: str, detail: object) -> None:
+        r = TraceRecord(seq=self.seq, time=self.seq, node=node, kind=kind, detail=detail)
+        self.seq += 1
+        self.checker.observe(r)
+        v = self.checker.violation
+        if v is not None:
+            raise AssertionError(v.explain())
+
+    def run(self, b: str, handler: Any, inp: Any) -> list[Rejected]:
+        self.shb[b], effects = handler(self.shb[b], inp, self.seq)
+        rejected = []
+        for e in effects:
+            if isinstance(e, Emit):
+                self.record(b, e.kind, e.detail)
+                if e.kind == "dur_message":
+                    s = self.subs[e.detail.subscriber]
+                    s.ct = e.detail.message.t
+                    s.log.append(e.detail.message)
+            elif isinstance(e, Send):
+                self.up.append((b, e))
+            elif isinstance(e, Rejected):
+                rejected.append(e)
+            else:
+                self.store[b].apply([e])
+        return rejected
+
+    # ---------------------------------------------------------------- rules
+
+    @initialize(mr=st.sampled_from([None, 3]))
+    def configure(self, mr: int | None) -> None:
+        self.rel = rl.PubendRelease(pubend=P, max_retain=mr)
+        for b in SHBS:
+            self.shb[b] = shb_start(ShbConfig(shb=b, upstream="phb", pubends=(P,), window=3))
+
+    @precondition(lambda self: len(self.subs) < len(FILTERS))
+    @rule(b=st.sampled_from(SHBS))
+    def subscribe(self, b: str) -> None:
+        name = sorted(FILTERS)[len(self.subs)]
+        start = self.shb[b].latest_delivered(P)
+        self.subs[name] = Sub(home=b, ct=start, acked=[start], presented=start)
+        self.run(b, on_subscribe, Subscribe(subscriber=name, filter=FILTERS[name]))
+
+    @rule(k=st.sampled_from("ab"), skip=st.integers(0, 2))
+    def publish(self, k: str, skip: int) -> None:
+        tick = self.rel.clock + 1 + skip
+        data = Data(pubend=P, tick=tick, attributes={"k": k})
+        silence = ((self.rel.clock + 1, tick - 1),) if skip else ()
+        self.rel = rl.pubend_publish(self.rel, tick, data)
+        self.events[tick] = data
+        self.record("phb", "dur_event", DurEvent(pubend=P, tick=tick, attributes={"k": k}))
+        for b in SHBS:
+            self.down[b].append(Knowledge(pubend=P, silence=silence, data=data))
+
+    @rule()
+    def heartbeat(self) -> None:
+        t = self.rel.clock + 1
+        self.rel = rl.pubend_clock(self.rel, t)
+        for b in SHBS:
+            self.down[b].append(Knowledge(pubend=P, silence=((t, t),)))
+
+    @rule(b=st.sampled_from(SHBS), drop=st.booleans())
+    def to_shb(self, b: str, drop: bool) -> None:
+        if not self.down[b]:
+            return
+        msg = self.down[b].popleft()
+        if not drop:
+            self.run(b, on_lost if isinstance(msg, Lost) else on_knowledge, msg)
+
+    @precondition(lambda self: bool(self.up))
+    @rule(drop=st.booleans())
+    def route(self, drop: bool) -> None:
+        """The next message an SHB sent: to the pubend (nack, report) or the other SHB."""
+        b, send = self.up.popleft()
+        if drop:
+            return
+        msg = send.msg
+        if isinstance(msg, Nack):
+            self.down[b].extend(self.answer(msg.start, msg.end))
+        elif isinstance(msg, Unregister):
+            self.run(send.to, on_unregister, msg)
+        elif isinstance(msg, Unregistered):
+            self.run(send.to, on_unregistered, msg)
+        else:
+            self.node, rej = rl.node_on_report(self.node, msg)
+            assert not rej, rej
+            self.record(NODE, "dur_report", self.node.report())
+            self.rel, rej = rl.pubend_on_report(self.rel, self.node.report(), (NODE,))
+            assert not rej, rej
+            new = rl.pubend_release_step(self.rel)
+            if new.released_through != self.rel.released_through:
+                d = DurRelease(
+                    pubend=P,
+                    through=new.released_through,
+                    tr=new.tr,
+                    td=new.td,
+                    clock=new.clock,
+                    max_retain=new.max_retain,
+                )
+                self.record("phb", "dur_release", d)
+            self.rel = new
+
+    def answer(self, start: int, end: int) -> list[Any]:
+        out: list[Any] = []
+        rt = self.rel.released_through
+        if start <= rt:
+            out.append(Lost(pubend=P, start=start, end=min(end, rt)))
+            start = rt + 1
+        silence: list[tuple[int, int]] = []
+        for t in range(start, min(end, self.rel.clock) + 1):
+            if t in self.events:
+                out.append(Knowledge(pubend=P, data=self.events[t], retransmission=True))
+            elif silence and silence[-1][1] + 1 == t:
+                silence[-1] = (silence[-1][0], t)
+            else:
+                silence.append((t, t))
+        if silence:
+            out.append(Knowledge(pubend=P, silence=tuple(silence), retransmission=True))
+        return out
+
+    @rule(b=st.sampled_from(SHBS))
+    def tick(self, b: str) -> None:
+        self.run(b, on_tick, Tick())
+
+    def pick(self, i: int, connected: bool) -> str | None:
+        names = sorted(n for n, s in self.subs.items() if s.connected == connected)
+        return names[i % len(names)] if names else None
+
+    @rule(i=st.integers(0, 2))
+    def disconnect(self, i: int) -> None:
+        name = self.pick(i, connected=True)
+        if name is not None:
+            self.subs[name].connected = False
+            self.run(self.subs[name].home, on_disconnect, Disconnect(subscriber=name))
+
+    def _start(self, name: str, ct: int) -> Sub:
+        s = self.subs[name]
+        s.connected, s.log, s.ct, s.presented = True, [], ct, ct
+        return s
+
+    @rule(i=st.integers(0, 2), back=st.integers(0, 2))
+    def reconnect(self, i: int, back: int) -> None:
+        name = self.pick(i, connected=False)
+        if name is None:
+            return
+        s = self.subs[name]
+        ct = s.ct if back == 0 else s.acked[max(0, len(s.acked) - back)]
+        self._start(name, ct)
+        resume = CheckpointToken.of({P: ct})
+        inp = Connect(subscriber=name, filter=FILTERS[name], resume=resume)
+        assert not self.run(s.home, on_connect, inp)
+
+    def registered(self, name: str) -> list[str]:
+        return [b for b in SHBS if name in self.shb[b].subs]
+
+    @rule(i=st.integers(0, 2), back=st.integers(0, 2))
+    def move(self, i: int, back: int) -> None:
+        """Reconnect-anywhere: a subscriber whose last move is complete leaves its SHB (if
+        connected) and connects to the other one presenting the CT it last acknowledged or an
+        older acknowledged one (the pending record is registered at it, so it must be one the
+        subscriber acknowledged: ``spec/durable.md``)."""
+        names = sorted(self.subs)
+        name = names[i % len(names)] if names else None
+        if name is None or len(self.registered(name)) != 1:
+            return
+        s = self.subs[name]
+        if s.connected:
+            s.connected = False
+            self.run(s.home, on_disconnect, Disconnect(subscriber=name))
+        to = SHBS[1 - SHBS.index(s.home)]
+        # its durable CT: one it acknowledged (the last, or ``back`` acks before) [DUR §2]
+        ct = s.acked[max(0, len(s.acked) - 1 - back)]
+        inp = MoveIn(
+            subscriber=name,
+            filter=FILTERS[name],
+            previous=s.home,
+            ct=CheckpointToken.of({P: ct}),
+            generation=s.moves + 1,
+        )
+        before = (s.connected, s.log, s.ct, s.presented)
+        self._start(name, ct)
+        rejected = self.run(to, on_move_in, inp)
+        if rejected:  # the new SHB has not delivered that far yet: retry later
+            assert "beyond latestDelivered" in rejected[0].reason, rejected
+            s.connected, s.log, s.ct, s.presented = before
+            return
+        old, s.home = s.home, to
+        self.moves += 1
+        s.moves += 1
+        if self.early_drop:  # planted: unregister before the new record is active
+            self.run(old, on_unregister, Unregister(subscriber=name, by=to, generation=s.moves))
+
+    @precondition(lambda self: self.seq - self.last_crash >= 25)  # rarer than the rest
+    @rule(b=st.sampled_from(SHBS))
+    def crash(self, b: str) -> None:
+        """SHB ``b`` crashes and restarts from its store [DUR §4.1]. A move still pending there
+        is forgotten (the subscriber is back at the SHB it came from, which kept its record);
+        for an active moved subscriber the caller supplies where it came from and its
+        ``refilter_upto`` (``spec/durable.md``: not kept by the store)."""
+        self.record(b, "dur_crash", DurCrash(shb=b))
+        self.last_crash = self.seq
+        self.down[b].clear()
+        st_ = self.shb[b]
+        pending = set().union(*(v.release.pending for v in st_.views.values()))
+        for name, s in self.subs.items():
+            if s.home == b:
+                s.connected = False
+                if name in pending:
+                    previous = st_.subs[name].previous
+                    assert previous is not None
+                    s.home = previous
+        keep = sorted(n for n in st_.subs if n not in pending)
+        moved = {
+            n: (st_.subs[n].previous, st_.subs[n].refilter_upto, st_.subs[n].generation)
+            for n in keep
+            if st_.subs[n].refilter_upto
+        }
+        self.store[b], got = self.store[b].restart()
+        self.shb[b] = shb_recover(
+            st_.config,
+            [(n, st_.subs[n].number, FILTERS[n]) for n in keep],
+            latest=got.tables.latest,
+            released=got.tables.released,
+            pfs=got.pfs,
+            moved=moved,
+        )
+
+    @rule(i=st.integers(0, 2))
+    def ack(self, i: int) -> None:
+        name = self.pick(i, connected=True)
+        if name is None:
+            return
+        s = self.subs[name]
+        s.acked.append(s.ct)
+        self.run(s.home, on_ack, Ack(subscriber=name, ct=CheckpointToken.of({P: s.ct})))
+
+    @rule(n=st.integers(1, 5))
+    def time_passes(self, n: int) -> None:
+        """Events delivered to both SHBs, then a release round of both."""
+        for j in range(n):
+            self.publish("ab"[j % 2], 0)
+        for b in SHBS:
+            while self.down[b]:
+                self.to_shb(b, drop=False)
+            self.tick(b)
+        while self.up:
+            self.route(drop=False)
+
+    # ---------------------------------------------------------------- checks
+
+    @invariant()
+    def durable_state_matches_the_store(self) -> None:
+        for b, st_ in self.shb.items():
+            rel = st_.views[P].release
+            assert self.store[b].order.tables.latest.get(P, -1) == rel.latest_delivered
+
+    @invariant()
+    def nothing_a_subscriber_needs_is_released(self) -> None:
+        """Tr(p) never passes what a subscriber acknowledged (early release aside): some
+        active record at or below its acknowledged CT holds it down [DUR §1 item 5]."""
+        if self.early_drop:
+            return  # the planted bug is judged by the trace invariants alone
+        for name, s in self.subs.items():
+            acked = max(s.acked)
+            if self.rel.max_retain is None:
+                assert self.rel.released_through <= acked, (name, acked, self.rel)
+            active = [
+                self.shb[b].views[P].release.records[name]
+                for b in self.registered(name)
+                if self.shb[b].views[P].release.records[name].active
+            ]
+            assert any(r.released <= acked for r in active), (name, acked, active)
+
+    def drain(self) -> None:
+        for name, s in sorted(self.subs.items()):
+            if not s.connected:
+                self._start(name, s.ct)
+                resume = CheckpointToken.of({P: s.ct})
+                inp = Connect(subscriber=name, filter=FILTERS[name], resume=resume)
+                assert not self.run(s.home, on_connect, inp)
+        self.heartbeat()
+        for _ in range(200):
+            before = dict(self.shb)
+            for b in SHBS:
+                self.tick(b)
+            while self.up or any(self.down.values()):
+                for b in SHBS:
+                    while self.down[b]:
+                        self.to_shb(b, drop=False)
+                while self.up:
+                    self.route(drop=False)
+            for name, s in self.subs.items():  # everyone acknowledges what it has
+                s.acked.append(s.ct)
+                self.run(s.home, on_ack, Ack(subscriber=name, ct=CheckpointToken.of({P: s.ct})))
+            if all(self.shb[b] == before[b] for b in SHBS):
+                return
+        raise AssertionError("the SHBs did not go quiet")
+
+    def teardown(self) -> None:
+        if self.checker.violation is not None or not self.shb:
+            return
+        self.drain()
+        end = TraceRecord(seq=self.seq, time=self.seq, node="-", kind="fault", detail="end")
+        v = self.checker.finish(end)
+        assert v is None, v.explain()
+        for name, s in self.subs.items():
+            assert self.registered(name) == [s.home], (name, self.registered(name))
+            assert not self.shb[s.home].moving
+            gaps = [(m.t0, m.t) for m in s.log if isinstance(m, GapMessage)]
+            want = [
+                t
+                for t, d in sorted(self.events.items())
+                if t > s.presented
+                and parse_filter(FILTERS[name]).matches(d.attributes)
+                and not any(a < t <= b for a, b in gaps)
+            ]
+            got = [m.t for m in s.log if isinstance(m, EventMessage)]
+            assert got == want, (name, s.presented, got, want, gaps)
+            assert self.shb[s.home].position(name, P) == self.shb[s.home].latest_delivered(P)
+
+
+TestMove = MoveMachine.TestCase
+TestMove.settings = settings(max_examples=60, stateful_step_count=50, deadline=None)
+
+
+class EarlyDrop(MoveMachine):
+    """Planted: the old SHB drops the record at once (reconnect-anywhere step 4 too early)."""
+
+    early_drop = True
+
+
+def test_moves_happen() -> None:
+    """Non-vacuity of the machine: a scripted run moves a subscriber, which is then served
+    by the new SHB (events it missed are refiltered there) and unregistered at the old one."""
+    m = MoveMachine()
+    m.configure(None)
+    m.subscribe("b0")
+    m.time_passes(3)
+    m.disconnect(0)
+    m.time_passes(2)
+    m.move(0, 0)
+    assert m.moves == 1
+    assert m.registered("s0") == ["b0", "b1"]
+    assert not m.shb["b1"].views[P].release.records["s0"].active
+    m.time_passes(2)
+    m.ack(0)
+    m.time_passes(1)
+    m.ack(0)
+    m.time_passes(1)
+    assert m.registered("s0") == ["b1"]
+    got = [x.t for x in m.subs["s0"].log if isinstance(x, EventMessage)]
+    assert got
+    assert got[0] > m.subs["s0"].presented
+    m.teardown()
+
+
+def test_planted_early_unregister_is_caught() -> None:
+    runs = settings(
+        max_examples=300,
+        stateful_step_count=50,
+        database=None,
+        derandomize=True,
+        deadline=None,
+        phases=[Phase.explicit, Phase.generate],
+    )
+    with pytest.raises(AssertionError, match="release_rule violated"):
+        run_state_machine_as_test(EarlyDrop, settings=runs)
+
+
+def test_unregister_is_idempotent() -> None:
+    st_ = shb_start(ShbConfig(shb="b0", upstream="phb", pubends=(P,)))
+    new, fx = on_unregister(st_, Unregister(subscriber="zz", by="b1"), 0)
+    assert new is st_
+    assert fx == (Send(to="b1", msg=Unregistered(subscriber="zz", shb="b0")),)
+    assert on_unregistered(st_, Unregistered(subscriber="zz", shb="b1"), 0) == (st_, ())
+    assert shb_move.__all__
+
+
+def test_a_late_unregister_from_an_earlier_move_drops_nothing() -> None:
+    """Non-vacuity of the move generations: a subscriber moved b1 -> b0 (generation 1), then
+    back b0 -> b1 (generation 2). b0's late ``Unregister`` of generation 1 reaching b1 must not
+    drop b1's newer record (the two-SHB machine found that a name alone is not enough: with it
+    both records went and Tr(p) passed what the subscriber had acknowledged)."""
+    b1 = shb_start(ShbConfig(shb="b1", upstream="phb", pubends=(P,)))
+    move = MoveIn(
+        subscriber="s", filter="*", previous="b0", ct=CheckpointToken.of({P: -1}), generation=2
+    )
+    b1, _ = on_move_in(b1, move, 0)
+    late, fx = on_unregister(b1, Unregister(subscriber="s", by="b0", generation=1), 0)
+    assert late is b1
+    assert fx == (Send(to="b0", msg=Unregistered(subscriber="s", shb="b1")),)
+    dropped, _ = on_unregister(b1, Unregister(subscriber="s", by="b0", generation=3), 0)
+    assert "s" not in dropped.subs
+    assert "s" not in dropped.views[P].release.records
