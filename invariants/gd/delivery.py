@@ -217,7 +217,8 @@ class GDDelivery(Plugin):
                 seen.add(tick)
             c.last[pubend] = tick
             c.records[pubend] = r
-            if merged:
+        if merged:
+            for c in cs:
                 c.last_any = tick
         return True
 
