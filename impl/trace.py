@@ -466,8 +466,12 @@ class TraceDigest:
             else:
                 text = _encode(d)
         elif type(d) is DeliverCohort and _COHORT_FIELDS == ("pubend", "tick", "payload", "to"):
+            p, t = d.pubend, d.tick
+            # the pubend and tick as _encode writes a str and an int, inline
+            pt = f"s{len(p)}:{p}" if type(p) is str else _encode(p)
+            tt = f"i{t};" if type(t) is int else _encode(t)
             text = (
-                f"@DeliverCohort(pubend={_encode(d.pubend)}tick={_encode(d.tick)}"
+                f"@DeliverCohort(pubend={pt}tick={tt}"
                 f"payload={_encode(d.payload)}to={self._enc.encode_to(d.to)})"
             )
         elif type(d) is Persist and _PERSIST_FAST and type(d.delay) is int:

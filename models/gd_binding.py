@@ -131,7 +131,7 @@ class GDBinding:
         #: the rule of the step whose effects the world is handling (see the module doc)
         self._rule = ""
         self._rules: dict[tuple[Any, ...], tuple[str]] = {}
-        self._pairs: dict[tuple[str, tuple[str, ...]], tuple[str, ...]] = {}
+        self._pairs: dict[tuple[str, Any], tuple[str, ...]] = {}
 
     def initial_states(self) -> dict[str, Any]:
         states: dict[str, Any] = dict(gd.initial_states(self.topology, self.config, self.policy))
@@ -159,15 +159,13 @@ class GDBinding:
     def effect_labels(self, effect: Effect | Any) -> tuple[str, ...] | None:
         """The coverage labels of an ``Observe`` effect (None for any other effect)."""
         if self._observe is not None and isinstance(effect, self._observe):
-            labels = tuple(str(label) for label in effect.labels)
             rule = self._rule
-            if not rule:
-                return labels
-            pairs = self._pairs.get((rule, labels))
+            raw = effect.labels
+            pairs = self._pairs.get((rule, raw))  # the same labels after the same rule
             if pairs is None:
-                pairs = self._pairs[(rule, labels)] = labels + tuple(
-                    f"{rule} {label}" for label in labels
-                )
+                labels = tuple(str(label) for label in raw)
+                pairs = labels + tuple(f"{rule} {label}" for label in labels) if rule else labels
+                self._pairs[(rule, raw)] = pairs
             return pairs
         return None
 

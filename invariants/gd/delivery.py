@@ -188,15 +188,20 @@ class GDDelivery(Plugin):
         return False and leave everything to the per-member path."""
         cs, filters = cohort
         merged = pubend in self.merged
+        first = cs[0]
+        last = first.last.get(pubend, -1)
+        if tick <= last:
+            return False
+        for c in cs:  # every member at the same last tick
+            if c.last.get(pubend, -1) != last:
+                return False
         if merged:
-            states = {(c.last.get(pubend, -1), c.last_any) for c in cs}
-        else:
-            states = {(c.last.get(pubend, -1), -1) for c in cs}
-        if len(states) != 1:
-            return False
-        ((last, last_any),) = states
-        if tick <= last or (merged and tick <= last_any):
-            return False
+            last_any = first.last_any
+            if tick <= last_any:
+                return False
+            for c in cs:
+                if c.last_any != last_any:
+                    return False
         for flt in filters:
             if not self._matches(flt, pubend, tick):
                 return False
@@ -212,7 +217,8 @@ class GDDelivery(Plugin):
                 seen.add(tick)
             c.last[pubend] = tick
             c.records[pubend] = r
-            if merged:
+        if merged:
+            for c in cs:
                 c.last_any = tick
         return True
 

@@ -88,7 +88,11 @@ class GDDownLinkRouting(Plugin):
         a, _, b = target.partition("|")
         key = _link(a, b)
         if up:
-            self.down[key] = max(0, self.down.get(key, 0) - 1)
+            left = self.down.get(key, 0) - 1
+            if left > 0:
+                self.down[key] = left
+            else:  # healed: no entry, so an empty map means every link is up
+                self.down.pop(key, None)
         else:
             self.down[key] = self.down.get(key, 0) + 1
             self.down_by[key] = r
@@ -121,6 +125,8 @@ class GDDownLinkRouting(Plugin):
         if r.kind == "fault":
             self._on_fault(r)
             return False
+        if not self.down and not self.dead:
+            return False  # every link and broker up: nothing to route around
         w: Wire = r.detail.wire
         if w.kind not in JUDGED_KINDS:
             return False

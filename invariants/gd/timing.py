@@ -90,6 +90,10 @@ class GDAckExpectedTiming(Plugin):
         self.sent: dict[tuple[str, str], list[tuple[int, int]]] = {}
         #: (pubend, cell) -> ticks to judge, ascending
         self.due: dict[tuple[str, str], deque[int]] = {}
+        #: the least first tick of the queues in :attr:`due` (None: all empty): no tick is
+        #: due before it plus AET plus one period, so :meth:`_judge_due` skips the scan until
+        #: then (a queue's first tick only grows, except when an empty queue gains one)
+        self.soonest: int | None = None
         #: per (pubend, cell): the relevant faults active, since when, and the closed
         #: intervals ``(first, last)`` during which one was active or a fault record fell
         self.active: dict[tuple[str, str], set[tuple[str, str]]] = {k: set() for k in self.nodes}
@@ -182,7 +186,11 @@ class GDAckExpectedTiming(Plugin):
                 self.requested_top[p] = tick
             for c in self.children.get(p, ()):
                 q = self.due.setdefault((p, c), deque())
-                if not q or q[-1] < tick:
+                if not q:
+                    q.append(tick)
+                    if self.soonest is None or tick < self.soonest:
+                        self.soonest = tick
+                elif q[-1] < tick:
                     q.append(tick)
 
     def _on_ack(self, r: TraceRecord, w: Wire, src: str, to: str, sign: int) -> None:
@@ -240,6 +248,15 @@ class GDAckExpectedTiming(Plugin):
         assert self.aet is not None
         assert self.period is not None
         aet, period = self.aet, self.period
+        soonest = self.soonest
+        if soonest is None or soonest + aet + period >= now:
+            return False  # every queue's first tick waits (the loop below would break at once)
+        late = self._scan(now, r, aet, period)
+        self.soonest = min((q[0] for q in self.due.values() if q), default=None)
+        return late
+
+    def _scan(self, now: int, r: TraceRecord, aet: int, period: int) -> bool:
+        """The loop of :meth:`_judge_due` over every queue."""
         for key, q in self.due.items():
             busy = self.busy[key]
             while q:

@@ -145,3 +145,25 @@ def test_demo_seeds_that_caught_a_reply_over_a_down_link_now_pass() -> None:
     for seed in (195, 233):
         row = run_seed(cj, seed).row
         assert row["verdict"] == "pass", (seed, row["invariant"], row.get("explanation"))
+
+
+def test_a_healed_link_is_up_again_and_a_second_failure_is_judged() -> None:
+    """The plug-in forgets a link once every failure of it has ended (issue 17: while every
+    link and broker is up it judges a send by one test), and judges the link again when it
+    fails anew: fail, heal, send (passes); fail again, send (caught)."""
+    ctx = run_context(_spec("none"), 1)
+    w = Wire(kind="silence", pubend="P1", final_ranges=((0, 9),))
+
+    def rec(seq: int, node: str, kind: str, detail: Any) -> TraceRecord:
+        return TraceRecord(seq=seq, time=100 * (seq + 1), node=node, kind=kind, detail=detail)
+
+    fail = Fault(kind="link_fail", target="b1|p1")
+    heal = Fault(kind="link_fail", target="b1|p1", phase="end")
+    send = Sent(to="b1", msg=None, wire=w)
+    healed = [rec(0, "b1", "fault", fail), rec(1, "b1", "fault", heal), rec(2, "p1", "send", send)]
+    assert check_trace(ctx, healed, ("down_link_routing",), live_end=False) is None
+    again = [*healed, rec(3, "b1", "fault", fail), rec(4, "p1", "send", send)]
+    v = check_trace(ctx, again, ("down_link_routing",), live_end=False)
+    assert v is not None
+    assert v.invariant == "down_link_routing"
+    assert v.events[-1].seq == 4

@@ -691,3 +691,36 @@ def test_a_shared_cohort_still_catches_a_skip_and_a_mismatch() -> None:
     v = _check(t, ctx=ctx)
     assert v is not None
     assert (v.invariant, v.subject) == ("safety", "u3")
+
+
+def test_ack_expected_timing_skip_finds_what_a_full_scan_finds(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """``ack_expected_timing`` scans its queues only once the soonest queued tick could be
+    late (issue 17). A tick queued after every queue emptied is still judged, at the same
+    record as a scan on every record would judge it: the first tick is acked and leaves; the
+    second, published at 14,000 µs, is never acked."""
+    from gapless.invariants.gd.timing import GDAckExpectedTiming
+
+    t = T().connect(0, "s1", "u1").publish(10, "P1", 0)
+    t.send(500, "b1", "p1", Wire(kind="ack", pubend="P1", upto=tick(10)))
+    t.send(13_000, "s1", "b1", Wire(kind="ack", pubend="P1", upto=0))  # tick 10 judged
+    t.publish(14_000, "P1", 1)
+    due = tick(14_000) + AET + AE_PERIOD  # the second tick's deadline
+    for at in (due - 5_000, due - 1, due + 1, due + 1_000):
+        t.send(at, "s1", "b1", Wire(kind="ack", pubend="P1", upto=0))
+    skipping = _check(t, names=("ack_expected_timing",))
+    original = GDAckExpectedTiming._judge_due
+
+    def every_record(self: GDAckExpectedTiming, now: int, r: TraceRecord) -> bool:
+        if any(self.due.values()):
+            self.soonest = -(10**18)  # always scan
+        return original(self, now, r)
+
+    monkeypatch.setattr(GDAckExpectedTiming, "_judge_due", every_record)
+    scanning = _check(t, names=("ack_expected_timing",))
+    assert skipping is not None
+    assert scanning is not None
+    assert skipping.tick == scanning.tick == tick(14_000)
+    assert [e.seq for e in skipping.events] == [e.seq for e in scanning.events]
+    assert skipping.events[0].time == due + 1
