@@ -83,14 +83,14 @@ class SubConfirm:
 @attrs.frozen(kw_only=True)
 class PubMsg:
     """A publication: the ``number``-th of source broker ``source`` [DFT §VI]. ``seqvec`` is
-    its sequence vector: ``(broker, stamp)`` for the forwarders among the last DSEQ brokers of
+    its sequence vector: ``(broker, stamp, low-water mark)`` for the forwarders among the last DSEQ brokers of
     its primary path [DFT §VII]."""
 
     source: str
     number: int
     attributes: PMap[str, Any] = attrs.field(factory=pmap, converter=as_pmap)
     trail: tuple[str, ...] = ()
-    seqvec: tuple[tuple[str, int], ...] = ()
+    seqvec: tuple[tuple[str, int, int], ...] = ()
     tags: frozenset[Pid] = frozenset()
 
     @property

@@ -18,7 +18,8 @@ One frozen value per broker [DFT §II-VIII]; the handlers in
   gathered from confirmations) in arrival order.
 * ``queue`` — the FIFO of publications not yet confirmed downstream [DFT §VI], each with
   the hops it was sent to and the subscription sources each hop serves.
-* ``high`` and ``stamp`` — duplicate detection [DFT §VII]; ``published`` — the count of
+* ``seen`` and ``stamp`` — duplicate detection [DFT §VII] (per forwarder and epoch, the
+  stamps seen: :class:`gapless.impl.dft.seqvec.Seen`); ``published`` — the count of
   publications issued at this broker (their per-source numbers).
 * ``local`` — this broker's subscribers: sid -> (subscriber, connection).
 * Recovery [DFT §VIII] (:mod:`gapless.impl.dft.recovery`): ``syncing`` — the brokers this
@@ -41,6 +42,7 @@ from pyrsistent import PMap, PSet, PVector, pmap, pset, pvector
 
 from gapless.impl.dft.config import PAPER_POLICY, DFTConfig, DFTPolicy
 from gapless.impl.dft.messages import Pid, PubMsg, SubMsg
+from gapless.impl.dft.seqvec import Seen
 from gapless.impl.dft.tree import PrimaryTree
 
 __all__ = ["Accepted", "BrokerState", "PendingSub", "QueuedPub", "SyncState", "new_broker"]
@@ -108,7 +110,7 @@ class BrokerState:
     pending: PMap[str, PendingSub] = attrs.field(factory=pmap)
     pending_order: PVector[str] = attrs.field(factory=pvector)
     queue: PVector[QueuedPub] = attrs.field(factory=pvector)
-    high: PMap[str, int] = attrs.field(factory=pmap)
+    seen: PMap[tuple[str, int], Seen] = attrs.field(factory=pmap)
     stamp: int = 0
     published: int = 0
     local: PMap[str, tuple[str, int]] = attrs.field(factory=pmap)
