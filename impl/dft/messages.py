@@ -31,10 +31,12 @@ from gapless.impl.inputs import as_pmap
 __all__ = [
     "WIRE_KINDS",
     "DFTWire",
+    "PartitionHealed",
     "PartitionInfo",
     "Pid",
     "PubConfirm",
     "PubMsg",
+    "RecoveryNotifier",
     "SubConfirm",
     "SubMsg",
     "SyncStart",
@@ -83,8 +85,8 @@ class SubConfirm:
 @attrs.frozen(kw_only=True)
 class PubMsg:
     """A publication: the ``number``-th of source broker ``source`` [DFT §VI]. ``seqvec`` is
-    its sequence vector: ``(broker, stamp, low-water mark)`` for the forwarders among the last DSEQ brokers of
-    its primary path [DFT §VII]."""
+    its sequence vector: ``(broker, stamp, low-water mark)`` for the forwarders among the
+    last DSEQ brokers of its primary path [DFT §VII]."""
 
     source: str
     number: int
@@ -114,6 +116,29 @@ class PartitionInfo:
     """A partition-information message carrying a newly formed ``pid`` [DFT §III, §IV]."""
 
     pid: Pid
+
+
+@final
+@attrs.frozen(kw_only=True)
+class PartitionHealed:
+    """Partial recovery, step (v): partition ``pid`` has recovered; brokers within DPT of
+    its detector remove it from their partition tables [DFT §VIII-A]."""
+
+    pid: Pid
+
+
+@final
+@attrs.frozen(kw_only=True)
+class RecoveryNotifier:
+    """p_rec, the partition-recovery notifier of step (iv) [DFT §VIII-A]: in subscription
+    ``sid``'s confirmation tags, ``pid`` is replaced by ``tags`` (the barriers that remain
+    downstream of the recovered broker). It travels towards ``source``, the subscription's
+    source broker, over the active sessions on the primary path."""
+
+    pid: Pid
+    sid: str
+    source: str
+    tags: frozenset[Pid] = frozenset()
 
 
 @final
@@ -155,6 +180,8 @@ WIRE_KINDS: Final = (
     "pub",
     "pub_confirm",
     "partition_info",
+    "partition_healed",
+    "recovery_notifier",
     "sync_start",
     "sync_summary",
     "sync_transfer",
@@ -198,6 +225,10 @@ def wire(msg: Any) -> DFTWire | None:
         return DFTWire(kind="pub_confirm", key=msg.key)
     if isinstance(msg, PartitionInfo):
         return DFTWire(kind="partition_info", key=msg.pid, source=msg.pid.detector)
+    if isinstance(msg, PartitionHealed):
+        return DFTWire(kind="partition_healed", key=msg.pid, source=msg.pid.detector)
+    if isinstance(msg, RecoveryNotifier):
+        return DFTWire(kind="recovery_notifier", key=msg.sid, source=msg.source, tags=msg.tags)
     if isinstance(msg, SyncStart):
         return DFTWire(kind="sync_start", key=None)
     if isinstance(msg, SyncSummary):

@@ -26,11 +26,9 @@ Theory of operation
       When S holds every confirmation it checks for subscriptions it accepted meanwhile
       (sends them too), then ends the recovery: R joins ``fwd`` and S's queued
       publications are rerouted (:func:`on_sub_confirm`).
-
-Step (iv)'s replacement of confirmation tags with a *partition-recovery notifier* and step
-(v), removing recovered pids from partition tables, are not built: pids stay, so a
-subscription accepted during a partition keeps excluding publications from on and beyond it
-(safety kept, liveness lost; ``spec/dft.md``, "Recovery").
+(iv, v) The pids S detected that hold R have recovered: partition-recovery notifiers
+      replace them in confirmation tags, and they leave the partition tables within DPT
+      (:mod:`gapless.impl.dft.healing`).
 
 *Full recovery* [DFT §VIII-B]. A crash keeps only stable storage: the tree and the
 Δ-neighbourhood, the incarnation number and the count of local publications
@@ -55,7 +53,7 @@ from collections.abc import Iterable
 import attrs
 from pyrsistent import pvector
 
-from gapless.impl.dft import publications, subscriptions
+from gapless.impl.dft import healing, publications, subscriptions
 from gapless.impl.dft.messages import SubConfirm, SubMsg, SyncStart, SyncSummary, SyncTransfer
 from gapless.impl.dft.routing import active_sessions
 from gapless.impl.dft.state import Accepted, BrokerState, SyncState
@@ -185,7 +183,7 @@ def on_sub_confirm(state: BrokerState, sender: str, msg: SubConfirm) -> Step:
     s = state.syncing.get(sender)
     if s is None or msg.sid not in s.waiting:
         return state, ()
-    s = attrs.evolve(s, waiting=s.waiting - {msg.sid})
+    s = attrs.evolve(s, waiting=s.waiting - {msg.sid}, tags=s.tags.set(msg.sid, msg.tags))
     state = attrs.evolve(state, syncing=state.syncing.set(sender, s))
     if s.waiting:
         return state, ()
@@ -199,12 +197,14 @@ def _complete(state: BrokerState, x: str) -> Step:
     transfer = _missing(state, x, s.known)
     sent = _sids(transfer)
     if sent:
-        s = SyncState(known=s.known | sent, waiting=sent, summarised=True)
+        s = attrs.evolve(s, known=s.known | sent, waiting=sent)
         state = attrs.evolve(state, syncing=state.syncing.set(x, s))
         return state, (Send(to=x, msg=transfer),)
     before = state.fwd
     state = with_fwd(attrs.evolve(state, syncing=state.syncing.remove(x)))
-    return publications.reroute(state, before)
+    state, healed = healing.recovered(state, x, s.tags)
+    state, moved = publications.reroute(state, before)
+    return state, (*healed, *moved)
 
 
 def check_restored(state: BrokerState) -> Step:

@@ -32,6 +32,7 @@ newer entry of that forwarder went ahead — ``tests/dft/test_dft3_dupdetect.py`
 
 >>> extend((("A", 3, 1),), "B", 7, 5, lambda y: {"A": 3, "B": 1}[y], 2)
 (('B', 7, 5),)
+>>> from pyrsistent import pmap
 >>> seen = observe(pmap(), (("B", 7, 5),))
 >>> [is_duplicate(seen, ((("B", n, 1)),)) for n in (3, 4, 5, 7, 8)]
 [True, True, False, True, False]
@@ -43,7 +44,7 @@ from collections.abc import Callable, Iterable
 from typing import final
 
 import attrs
-from pyrsistent import PMap, pmap
+from pyrsistent import PMap
 
 __all__ = [
     "EPOCH_BITS",

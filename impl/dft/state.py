@@ -12,7 +12,9 @@ One frozen value per broker [DFT §II-VIII]; the handlers in
   established sessions S(B, X); ``active`` — those with no other established broker on the
   primary path to them: one active session per primary path [DFT §II, Figure 3].
 * ``pt`` — the partition table: pids whose detector is within DPT [DFT §IV]; ``counter`` —
-  the last partition counter this broker assigned as a detector [DFT §III].
+  the last partition counter this broker assigned as a detector [DFT §III]; ``healed`` —
+  pids removed on recovery, so a late partition-information message does not bring one
+  back [DFT §VIII-A step (v)].
 * ``srt`` — accepted subscriptions, with, at their source broker, the confirmation tags
   [DFT §V]; ``pending`` — subscriptions awaiting confirmations (Out_s, senders, tags
   gathered from confirmations) in arrival order.
@@ -85,11 +87,14 @@ class QueuedPub:
 class SyncState:
     """This broker as sync-point for one recovering broker [DFT §VIII-A]: ``known`` — the
     sids the recovering broker reported or was sent; ``waiting`` — those sent and not yet
-    confirmed; ``summarised`` — whether the summary (step ii) has arrived."""
+    confirmed; ``summarised`` — whether the summary (step ii) has arrived; ``tags`` — per
+    subscription confirmed, the tags of the recovering broker's confirmation (T', step
+    iv)."""
 
     known: frozenset[str] = frozenset()
     waiting: frozenset[str] = frozenset()
     summarised: bool = False
+    tags: PMap[str, frozenset[Pid]] = attrs.field(factory=pmap)
 
 
 @final
@@ -106,6 +111,7 @@ class BrokerState:
     active: frozenset[str] = frozenset()
     pt: PSet[Pid] = attrs.field(factory=pset)
     counter: int = 0
+    healed: PSet[Pid] = attrs.field(factory=pset)
     srt: PMap[str, Accepted] = attrs.field(factory=pmap)
     pending: PMap[str, PendingSub] = attrs.field(factory=pmap)
     pending_order: PVector[str] = attrs.field(factory=pvector)
