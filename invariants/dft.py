@@ -33,9 +33,11 @@ and ``gapless`` (and adds deliveries), :class:`DFTSafety` ``safety``,
   first acceptance — unless a pid excluding X has been announced recovered (a
   ``PartitionHealed`` or ``RecoveryNotifier`` sent), when the flow may resume at its first
   delivery and is judged from there.
-* ``safety`` — a publication published after the subscription was accepted reaches its
-  subscriber only through brokers that had accepted the subscription before forwarding it:
-  its source and every broker of its trail [DFT §I "safety condition", §VI]. The trail is
+* ``safety`` — a publication published after the subscription was accepted (per source:
+  after its flow start, see ``gapless``) reaches its subscriber only through brokers that
+  had accepted the subscription before forwarding it: its source and every broker of its
+  trail [DFT §I "safety condition", §VI]; and no delivered copy carries a tag of the
+  subscription's acceptance tags as last written [Figure 8 l. 32-38]. The trail is
   that of the copy received (``receive`` records), else of the first copy sent to the
   subscriber's broker. Not judged for a protocol that reports no acceptance.
 * ``legitimate_propagation`` — every forwarded subscription and publication follows its
@@ -178,6 +180,7 @@ class DFTFacts:
         self.first_send: dict[tuple[str, tuple[str, int]], int] = {}
         self.last_copy: dict[tuple[str, tuple[str, int]], tuple[str, ...]] = {}
         self.sent_copy: dict[tuple[str, tuple[str, int]], tuple[str, ...]] = {}
+        self.last_tags: dict[tuple[str, tuple[str, int]], frozenset[Pid]] = {}
         self.crashed: set[str] = set()
         self.failed: set[frozenset[str]] = set()
         #: Pids some broker announced recovered [DFT §VIII-A steps (iv), (v)].
@@ -269,6 +272,7 @@ class DFTFacts:
         msg = r.detail.msg
         if isinstance(msg, PubMsg):
             self.last_copy[(r.node, msg.key)] = msg.trail
+            self.last_tags[(r.node, msg.key)] = msg.tags
         elif isinstance(msg, SubMsg) and (
             not self.ctx.reports_acceptance
             or (msg.island and any(r.node in p.pnodes for p in msg.tags))
@@ -351,8 +355,10 @@ class DFTDeliveries(_DFTPlugin):
 
 
 class DFTSafety(_DFTPlugin):
-    """``safety``: every broker that forwarded the delivered copy had accepted the
-    subscription before forwarding it (publications after acceptance only)."""
+    """``safety``: the delivered copy's tags do not meet the subscription's acceptance
+    tags (its latest), and every broker that forwarded it had accepted the subscription
+    before forwarding it (publications published after the source's flow start only, see
+    ``gapless``)."""
 
     names = ("safety",)
     kinds = frozenset({"deliver"})
@@ -368,8 +374,18 @@ class DFTSafety(_DFTPlugin):
         if not f.ctx.reports_acceptance:
             return False  # no broker reports acceptance: nothing to judge safety by
         key = (d.pubend, d.tick)
+        met = f.last_tags.get((r.node, key), frozenset()) & (sub.tags or frozenset())
+        if met:
+            return self.report.fail(
+                "safety",
+                sub.sid,
+                f"{key} was delivered although its tags {sorted(met)} meet the acceptance "
+                f"tags [Figure 8 l. 32-38]",
+                r,
+            )
         t_pub = f.publish_time(d.pubend, d.tick)
-        if t_pub is None or sub.accepted is None or t_pub < sub.accepted:
+        start = f.flow_start(sub, d.pubend)
+        if t_pub is None or start is None or t_pub < start:
             return False
         trail = f.last_copy.get((r.node, key), f.sent_copy.get((r.node, key), ()))
         for x in sorted({d.pubend, *trail}):

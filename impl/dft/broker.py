@@ -41,7 +41,7 @@ from collections.abc import Callable
 from typing import Any
 
 import attrs
-from pyrsistent import pmap, pvector
+from pyrsistent import pmap, pset, pvector
 
 from gapless.impl.dft import healing, partitions, publications, recovery, subscriptions
 from gapless.impl.dft.messages import (
@@ -156,7 +156,9 @@ def handle(state: BrokerState, inp: Input, now: int) -> Step:
 
 def crash(state: BrokerState) -> BrokerState:
     """The broker after a crash: stable storage survives (tree, neighbourhood, incarnation,
-    local publication count, its own unconfirmed publications); it restarts believing its
+    local publication count, its own unconfirmed publications, the partitions it detected
+    and its partition counter — so it can still recover them [DFT §VIII-A] and its new
+    pids stay distinct); it restarts believing its
     primary neighbours reachable and their sessions active but not yet recovered (so a
     neighbour found unreachable at the restart makes a partition, as for a running
     broker), its full recovery ahead
@@ -170,6 +172,8 @@ def crash(state: BrokerState) -> BrokerState:
         fresh,
         incarnation=incarnation,
         stamp=incarnation << 32 if policy.durable_stamps else 0,
+        pt=pset(p for p in state.pt if p.detector == state.me),
+        counter=state.counter,
         published=state.published,
         unsent=pvector(q for q in state.queue if q.msg.source == state.me) if sync else pvector(),
         restored=not sync,

@@ -25,6 +25,9 @@ that confirmed, now holds S's subscriptions. For each recovered pid p:
   DPT; a broker holding p removes it and passes it on, as partition information travels
   [DFT §IV] (:func:`on_healed`). Healed pids are remembered (``healed``) so that a
   partition-information message overtaken by the removal does not bring p back.
+* *A restarted detector* keeps its pids and its counter on stable storage; it recovers a
+  pid only once its full recovery is over (its SRT, rebuilt from its sync-points, holds the
+  subscriptions it confirmed with the pid again) (:func:`after_restart`).
 
 Why the resumed flow has no hole: a publication of a source X that p excluded, published
 after the re-acceptance at s's source Z, finds s accepted on all of P(X, Z) — R and its
@@ -48,7 +51,7 @@ from gapless.impl.dft.routing import route
 from gapless.impl.dft.state import Accepted, BrokerState
 from gapless.impl.effects import Effect, Persist, Send
 
-__all__ = ["on_healed", "on_notifier", "recovered"]
+__all__ = ["after_restart", "on_healed", "on_notifier", "recovered"]
 
 Step = tuple[BrokerState, tuple[Effect, ...]]
 
@@ -81,24 +84,59 @@ def _retag(state: BrokerState, msg: RecoveryNotifier) -> Step:
     return state, tuple(effects)
 
 
-def recovered(state: BrokerState, r: str, tags: Mapping[str, frozenset[Pid]]) -> Step:
+def _replacements(
+    state: BrokerState, pid: Pid, tags: Mapping[str, frozenset[Pid]] | None
+) -> list[RecoveryNotifier] | None:
+    """The notifiers for ``pid``: one per SRT entry whose confirmation tags hold it, with
+    what replaces it — from ``tags`` (the recovering broker's confirmation or summary), or
+    with ``tags`` None the entry's own tags but the pid (a full entry only). None when some
+    entry's replacement is unknown: the pid does not recover yet."""
+    notes: list[RecoveryNotifier] = []
+    for sid in sorted(state.srt):
+        entry: Accepted = state.srt[sid]
+        if pid not in entry.conf_tags:
+            continue
+        if tags is None:
+            rest = entry.conf_tags - {pid} if entry.full else None
+        else:
+            rest = tags.get(sid)
+        if rest is None:
+            return None
+        notes.append(RecoveryNotifier(pid=pid, sid=sid, source=entry.sub.source, tags=rest))
+    return notes
+
+
+def recovered(state: BrokerState, r: str, tags: Mapping[str, frozenset[Pid]] | None) -> Step:
     """Steps (iv) and (v) at sync-point ``state`` once the partial recovery of ``r`` is
-    over; ``tags`` holds, per subscription transferred, the tags of ``r``'s confirmation."""
-    if not state.policy.recover_partitions:
+    over; ``tags`` holds, per subscription ``r`` confirmed or reported in its summary, the
+    tags of its confirmation (None: use this broker's own entries, :func:`after_restart`).
+    A pid some entry of which has no known replacement stays (safe, not live). A restarted
+    broker waits until its full recovery is over (its SRT is whole again)."""
+    if not state.policy.recover_partitions or not state.restored:
         return state, ()
     pids = sorted(p for p in state.pt if p.detector == state.me and r in p.pnodes)
     effects: list[Effect] = []
     for pid in pids:
-        for sid in sorted(state.srt):
-            entry: Accepted = state.srt[sid]
-            if pid in entry.conf_tags:
-                note = RecoveryNotifier(
-                    pid=pid, sid=sid, source=entry.sub.source, tags=tags.get(sid, frozenset())
-                )
-                state, more = _retag(state, note)
-                effects += more
+        notes = _replacements(state, pid, tags)
+        if notes is None:
+            continue
+        for note in notes:
+            state, more = _retag(state, note)
+            effects += more
         state = attrs.evolve(state, pt=state.pt.remove(pid), healed=state.healed.add(pid))
         effects += _within_dpt(state, pid, None)
+    return state, tuple(effects)
+
+
+def after_restart(state: BrokerState) -> Step:
+    """A restarted broker whose full recovery just ended: the partitions it detected before
+    the crash (kept on stable storage) that hold a broker it forwards to again have
+    recovered, each subscription's own entry (rebuilt through that broker) giving what
+    replaces the pid [DFT §VIII-A, §VIII-B]."""
+    effects: list[Effect] = []
+    for x in sorted(state.fwd):
+        state, more = recovered(state, x, None)
+        effects += more
     return state, tuple(effects)
 
 

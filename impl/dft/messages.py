@@ -158,6 +158,9 @@ class SyncSummary:
     accepted (its SRT) [DFT §VIII-A]."""
 
     sids: frozenset[str] = frozenset()
+    #: Per sid of ``sids``, the recovering broker's confirmation tags (our addition: what
+    #: a partition-recovery notifier puts in place of a recovered pid, step iv).
+    tags: tuple[tuple[str, frozenset[Pid]], ...] = ()
 
 
 @final

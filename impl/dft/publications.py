@@ -134,15 +134,21 @@ def _another_copy(state: BrokerState, i: int, q: QueuedPub, sender: str, msg: Pu
     return attrs.evolve(state, queue=state.queue.set(i, q)), tuple(sends)
 
 
-def _local_deliveries(state: BrokerState, msg: PubMsg, sid: str) -> tuple[Effect, ...]:
-    """CheckLocalSubs (lines 32-38) for one matching local subscription."""
+def _local_deliveries(state: BrokerState, msg: PubMsg, sid: str) -> Step:
+    """CheckLocalSubs (lines 32-38) for one matching local subscription. A publication
+    not newer than one of the same source already excluded for ``sid`` is excluded too
+    (our addition): after a partition recovers, an old publication that waited elsewhere
+    must not resume a flow behind a newer one that was excluded."""
     who = state.local.get(sid)
     if who is None:
-        return ()
+        return state, ()
+    key = (sid, msg.source)
+    if msg.number <= state.excluded.get(key, 0):
+        return state, ()
     if state.policy.check_tags_on_delivery and state.srt[sid].conf_tags & msg.tags:
-        return ()
+        return attrs.evolve(state, excluded=state.excluded.set(key, msg.number)), ()
     sub, conn = who
-    return (
+    return state, (
         Deliver(
             subscriber=sub,
             pubend=msg.source,
@@ -170,7 +176,8 @@ def _process(state: BrokerState, sender: str | None, msg: PubMsg, stamp: int | N
         if not hit:
             continue
         if sub.source == me:
-            effects += _local_deliveries(state, msg, sid)
+            state, local = _local_deliveries(state, msg, sid)
+            effects += local
         elif back is None or tree.next_hop(me, sub.source) != back:  # toward [DFT §VI]
             targets.add(sub.source)
     if stamp is None:

@@ -51,7 +51,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 import attrs
-from pyrsistent import pvector
+from pyrsistent import pmap, pvector
 
 from gapless.impl.dft import healing, publications, subscriptions
 from gapless.impl.dft.messages import SubConfirm, SubMsg, SyncStart, SyncSummary, SyncTransfer
@@ -101,11 +101,19 @@ def start(state: BrokerState, gained: Iterable[str]) -> Step:
 
 
 def on_sync_start(state: BrokerState, sender: str, msg: SyncStart) -> Step:
-    """Step (ii): answer with the SRT's ids. A restarted sender asks for a sync-point: start
-    one towards it too, if none is under way [DFT §VIII-B]."""
+    """Step (ii): answer with the SRT's ids and their confirmation tags — but for island
+    and upstream copies: they were accepted without being propagated [DFT §V-B], so the
+    sync-point transfers the subscription again and it is processed in full (our
+    addition: otherwise a partition's recovery could lift a tag with the region behind
+    the copy never told). A restarted
+    sender asks for a sync-point: start one towards it too, if none is under way
+    [DFT §VIII-B]."""
     if sender not in state.established:
         return state, ()
-    effects: list[Effect] = [Send(to=sender, msg=SyncSummary(sids=frozenset(state.srt)))]
+    full = sorted(sid for sid, a in state.srt.items() if a.full)
+    tags = tuple((sid, state.srt[sid].conf_tags) for sid in full)
+    summary = SyncSummary(sids=frozenset(full), tags=tags)
+    effects: list[Effect] = [Send(to=sender, msg=summary)]
     if msg.recovering and sender not in state.syncing and state.policy.sync_on_activation:
         state = attrs.evolve(state, syncing=state.syncing.set(sender, SyncState()))
         state = with_fwd(state)
@@ -147,7 +155,7 @@ def on_sync_summary(state: BrokerState, sender: str, msg: SyncSummary) -> Step:
         return state, ()
     transfer = _missing(state, sender, msg.sids)
     sent = _sids(transfer)
-    s = SyncState(known=msg.sids | sent, waiting=sent, summarised=True)
+    s = SyncState(known=msg.sids | sent, waiting=sent, summarised=True, tags=pmap(msg.tags))
     state = attrs.evolve(state, syncing=state.syncing.set(sender, s))
     effects: tuple[Effect, ...] = (Send(to=sender, msg=transfer),)
     if sent:
@@ -165,7 +173,9 @@ def on_sync_transfer(state: BrokerState, sender: str, msg: SyncTransfer) -> Step
         effects += more
     for sub in msg.upstream:
         if sub.sid not in state.srt and sub.sid not in state.pending:
-            state = attrs.evolve(state, srt=state.srt.set(sub.sid, Accepted(sub=sub)))
+            state = attrs.evolve(
+                state, srt=state.srt.set(sub.sid, Accepted(sub=sub, upstream=True))
+            )
         effects.append(Send(to=sender, msg=SubConfirm(sid=sub.sid)))
     if not state.restored and sender not in state.synced_from:
         state = attrs.evolve(state, synced_from=state.synced_from | {sender})
@@ -223,4 +233,5 @@ def check_restored(state: BrokerState) -> Step:
     for sender, msg in held:
         state, more = publications.replay(state, sender, msg)
         effects += more
-    return state, tuple(effects)
+    state, more = healing.after_restart(state)
+    return state, (*effects, *more)

@@ -23,7 +23,8 @@ One frozen value per broker [DFT §II-VIII]; the handlers in
 * ``seen`` and ``stamp`` — duplicate detection [DFT §VII] (per forwarder and epoch, the
   stamps seen: :class:`gapless.impl.dft.seqvec.Seen`); ``published`` — the count of
   publications issued at this broker (their per-source numbers).
-* ``local`` — this broker's subscribers: sid -> (subscriber, connection).
+* ``local`` — this broker's subscribers: sid -> (subscriber, connection); ``excluded``
+  — per (sid, source), the newest publication number excluded there by its tags.
 * Recovery [DFT §VIII] (:mod:`gapless.impl.dft.recovery`): ``syncing`` — the brokers this
   broker is sync-point for, whose partial recovery is not over; ``fwd`` — the active
   sessions publications may use: those over the established sessions minus ``syncing``
@@ -57,6 +58,14 @@ class Accepted:
 
     sub: SubMsg
     conf_tags: frozenset[Pid] = frozenset()
+    #: Accepted from a partial recovery's upstream transfer, without being propagated
+    #: downstream [DFT §VIII-A]: like an island copy, not a full acceptance.
+    upstream: bool = False
+
+    @property
+    def full(self) -> bool:
+        """Accepted after propagation (Figure 5), not as an island or upstream copy."""
+        return not (self.upstream or self.sub.island)
 
 
 @final
@@ -120,6 +129,7 @@ class BrokerState:
     stamp: int = 0
     published: int = 0
     local: PMap[str, tuple[str, int]] = attrs.field(factory=pmap)
+    excluded: PMap[tuple[str, str], int] = attrs.field(factory=pmap)
     syncing: PMap[str, SyncState] = attrs.field(factory=pmap)
     fwd: frozenset[str] = frozenset()
     incarnation: int = 0
