@@ -35,7 +35,6 @@ from gapless.impl.effects import deliveries
 from gapless.impl.trace import TraceRecord
 from gapless.invariants.dft import DFT_SAFETY, DFTChecker
 from gapless.models.dft_binding import (
-    GAP_S1_AFTER_HEAL_US,
     GAP_S1_HEAL_US,
     GAP_S1_LINK_FAIL_US,
     check_context,
