@@ -25,10 +25,19 @@ and ``gapless`` (and adds deliveries), :class:`DFTSafety` ``safety``,
 * ``order`` — per source, delivered publications follow the source's order [DFT §I].
 * ``gapless`` — a matching publication is never skipped: none is missing between two
   delivered ones of the same source, nor before a delivered one when it was published after
-  the subscription was accepted [DFT §I: "no intermediate matching publication"].
-* ``safety`` — a publication published after the subscription was accepted reaches its
-  subscriber only through brokers that had accepted the subscription before forwarding it:
-  its source and every broker of its trail [DFT §I "safety condition", §VI]. The trail is
+  the subscription was accepted [DFT §I: "no intermediate matching publication"]. *Per
+  source*: a subscription accepted with tags excludes the sources on or beyond their pids;
+  when a partition recovers its source broker writes the acceptance again with new tags
+  [DFT §VIII-A step (iv)]. The flow from source X is owed from the first acceptance whose
+  tags exclude nothing of X; while every acceptance so far excludes X, it is owed from the
+  first acceptance — unless a pid excluding X has been announced recovered (a
+  ``PartitionHealed`` or ``RecoveryNotifier`` sent), when the flow may resume at its first
+  delivery and is judged from there.
+* ``safety`` — a publication published after the subscription was accepted (per source:
+  after its flow start, see ``gapless``) reaches its subscriber only through brokers that
+  had accepted the subscription before forwarding it: its source and every broker of its
+  trail [DFT §I "safety condition", §VI]; and no delivered copy carries a tag of the
+  subscription's acceptance tags as last written [Figure 8 l. 32-38]. The trail is
   that of the copy received (``receive`` records), else of the first copy sent to the
   subscriber's broker. Not judged for a protocol that reports no acceptance.
 * ``legitimate_propagation`` — every forwarded subscription and publication follows its
@@ -50,9 +59,17 @@ from typing import Any, Final, final
 
 import attrs
 
-from gapless.impl.dft.messages import PubMsg, SubConfirm, SubMsg
+from gapless.impl.dft.messages import (
+    PartitionHealed,
+    Pid,
+    PubMsg,
+    RecoveryNotifier,
+    SubConfirm,
+    SubMsg,
+)
 from gapless.impl.dft.tree import PrimaryTree
 from gapless.impl.effects import Deliver
+from gapless.impl.errors import ProtocolMisuse
 from gapless.impl.trace import TraceRecord
 from gapless.invariants.checker import Checker
 from gapless.invariants.plugin import CheckContext, Ledger, Plugin, Report
@@ -66,6 +83,7 @@ __all__ = [
     "DFTContext",
     "DFTFacts",
     "check_dft_trace",
+    "live_after_heal",
     "pair_within_budget",
 ]
 
@@ -139,6 +157,9 @@ class _Sub:
     connected: int
     accepted: int | None = None
     tags: frozenset[Any] | None = None
+    #: Every acceptance written at the source: (time, tags), the first one and those a
+    #: partition recovery wrote again [DFT §VIII-A].
+    acceptances: list[tuple[int, frozenset[Any]]] = attrs.field(factory=list)
     closed: bool = False
     delivered: dict[str, list[int]] = attrs.field(factory=dict)
     seen: set[tuple[str, int]] = attrs.field(factory=set)
@@ -159,8 +180,11 @@ class DFTFacts:
         self.first_send: dict[tuple[str, tuple[str, int]], int] = {}
         self.last_copy: dict[tuple[str, tuple[str, int]], tuple[str, ...]] = {}
         self.sent_copy: dict[tuple[str, tuple[str, int]], tuple[str, ...]] = {}
+        self.last_tags: dict[tuple[str, tuple[str, int]], frozenset[Pid]] = {}
         self.crashed: set[str] = set()
         self.failed: set[frozenset[str]] = set()
+        #: Pids some broker announced recovered [DFT §VIII-A steps (iv), (v)].
+        self.healed: set[Pid] = set()
 
     def facts(self) -> dict[str, Callable[[TraceRecord], None]]:
         """Per record kind, the method adding its facts."""
@@ -184,6 +208,23 @@ class DFTFacts:
         return pair_within_budget(
             self.ctx.tree, self.ctx.delta, self.crashed, self.failed, source, broker
         )
+
+    def excludes(self, tags: Iterable[Pid], source: str) -> list[Pid]:
+        """The pids of ``tags`` that ``source`` is on or beyond [DFT §VI, Figure 8 l. 11]."""
+        tree = self.ctx.tree
+        return [p for p in tags if tree.on_or_beyond(p.detector, p.pnodes, source)]
+
+    def flow_start(self, sub: _Sub, source: str) -> int | None:
+        """When ``sub``'s flow from ``source`` is owed from (see ``gapless``); None: from its
+        first delivery."""
+        if sub.accepted is None or not sub.acceptances:
+            return sub.accepted if sub.accepted is not None else sub.connected
+        for time, tags in sub.acceptances:
+            if not self.excludes(tags, source):
+                return time
+        if any(p in self.healed for p in self.excludes(sub.acceptances[-1][1], source)):
+            return None
+        return sub.accepted
 
     def accept(self, broker: str, sid: str, time: int) -> None:
         self.accepted_at.setdefault((broker, sid), time)
@@ -211,8 +252,11 @@ class DFTFacts:
         if isinstance(d.key, tuple) and d.key[:1] == ("accepted",):
             self.accept(r.node, d.key[1], r.time)
             mine = self.subs.get(d.key[1])
-            if mine is not None and mine.accepted is None:
-                mine.accepted, mine.tags = r.time, frozenset(d.value)
+            if mine is not None and r.node == mine.broker:
+                if mine.accepted is None:
+                    mine.accepted = r.time
+                mine.tags = frozenset(d.value)
+                mine.acceptances.append((r.time, mine.tags))
 
     def _on_send(self, r: TraceRecord) -> None:
         msg = r.detail.msg
@@ -221,11 +265,14 @@ class DFTFacts:
         elif isinstance(msg, PubMsg):
             self.first_send.setdefault((r.node, msg.key), r.time)
             self.sent_copy.setdefault((r.detail.to, msg.key), msg.trail)
+        elif isinstance(msg, PartitionHealed | RecoveryNotifier):
+            self.healed.add(msg.pid)
 
     def _on_receive(self, r: TraceRecord) -> None:
         msg = r.detail.msg
         if isinstance(msg, PubMsg):
             self.last_copy[(r.node, msg.key)] = msg.trail
+            self.last_tags[(r.node, msg.key)] = msg.tags
         elif isinstance(msg, SubMsg) and (
             not self.ctx.reports_acceptance
             or (msg.island and any(r.node in p.pnodes for p in msg.tags))
@@ -287,7 +334,7 @@ class DFTDeliveries(_DFTPlugin):
     def _gap(self, r: TraceRecord, sub: _Sub, pubend: str, tick: int) -> bool:
         """``gapless``: no matching publication of ``pubend`` is skipped below ``tick``."""
         got = sub.delivered.get(pubend, [])
-        accepted = sub.accepted if sub.accepted is not None else sub.connected
+        start = None if got else self.f.flow_start(sub, pubend)
         pubs = self.f.pubs.get(pubend, [])
         for k in range(got[-1] + 1 if got else 1, tick):
             if k > len(pubs):
@@ -295,7 +342,7 @@ class DFTDeliveries(_DFTPlugin):
             t, attributes, rec = pubs[k - 1]
             if (pubend, k) in sub.seen or not self.f.ctx.matches(sub.filter, attributes):
                 continue
-            if got or t >= accepted:
+            if got or (start is not None and t >= start):
                 return self.report.fail(
                     "gapless",
                     sub.sid,
@@ -308,8 +355,10 @@ class DFTDeliveries(_DFTPlugin):
 
 
 class DFTSafety(_DFTPlugin):
-    """``safety``: every broker that forwarded the delivered copy had accepted the
-    subscription before forwarding it (publications after acceptance only)."""
+    """``safety``: the delivered copy's tags do not meet the subscription's acceptance
+    tags (its latest), and every broker that forwarded it had accepted the subscription
+    before forwarding it (publications published after the source's flow start only, see
+    ``gapless``)."""
 
     names = ("safety",)
     kinds = frozenset({"deliver"})
@@ -325,8 +374,18 @@ class DFTSafety(_DFTPlugin):
         if not f.ctx.reports_acceptance:
             return False  # no broker reports acceptance: nothing to judge safety by
         key = (d.pubend, d.tick)
+        met = f.last_tags.get((r.node, key), frozenset()) & (sub.tags or frozenset())
+        if met:
+            return self.report.fail(
+                "safety",
+                sub.sid,
+                f"{key} was delivered although its tags {sorted(met)} meet the acceptance "
+                f"tags [Figure 8 l. 32-38]",
+                r,
+            )
         t_pub = f.publish_time(d.pubend, d.tick)
-        if t_pub is None or sub.accepted is None or t_pub < sub.accepted:
+        start = f.flow_start(sub, d.pubend)
+        if t_pub is None or start is None or t_pub < start:
             return False
         trail = f.last_copy.get((r.node, key), f.sent_copy.get((r.node, key), ()))
         for x in sorted({d.pubend, *trail}):
@@ -553,3 +612,41 @@ def check_dft_trace(
         detail=None,
     )
     return checker.finish(end), checker
+
+
+def live_after_heal(checker: DFTChecker, since: int) -> Violation | None:
+    """``live_after_heal``, judged at the end of a run over what ``checker`` observed: when
+    no failure stands from ``since`` on (the caller picks ``since`` after the last heal
+    and the recoveries it set off), every open subscription accepted before ``since`` —
+    tagged during a partition or not — was delivered every matching publication published
+    at or after ``since``, from every source. After recovery "the state of the network
+    along the forwarding paths that pass through the recovered partition returns back to
+    normal" [DFT §VIII-A]: ``bounded_delivery`` owes only subscriptions accepted untagged,
+    while failures stand; this is what recovery owes the rest. A failure still standing is
+    the caller's misuse (:class:`~gapless.impl.errors.ProtocolMisuse`)."""
+    f = checker.facts
+    if f.crashed or f.failed:
+        raise ProtocolMisuse(
+            f"live_after_heal needs every failure healed; standing: crashed "
+            f"{sorted(f.crashed)}, failed links {sorted(sorted(x) for x in f.failed)}"
+        )
+    for sub in f.subs.values():
+        if sub.closed or sub.accepted is None or sub.accepted > since:
+            continue
+        for source, pubs in sorted(f.pubs.items()):
+            for n, (t, attributes, rec) in enumerate(pubs, start=1):
+                if t < since or (source, n) in sub.seen:
+                    continue
+                if f.ctx.matches(sub.filter, attributes):
+                    return Violation(
+                        invariant="live_after_heal",
+                        subject=sub.sid,
+                        message=f"({source}, {n}), published at t={t} after every failure "
+                        f"healed (t={since}), was never delivered (acceptance tags: "
+                        f"{sorted(sub.tags or ())})",
+                        time=t,
+                        pubend=source,
+                        tick=n,
+                        events=(rec,),
+                    )
+    return None

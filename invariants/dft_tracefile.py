@@ -18,8 +18,9 @@ Format ``gapless-trace``, version 2, ``"protocol": "dft"`` (UTF-8, one JSON obje
     ``{"detector", "counter", "pnodes"}``);
   - ``send``: ``{"to", "msg"}``; ``receive``: ``{"sender", "msg"}`` — ``msg`` is the whole
     message (the invariants read trails and tags), ``{"type": "SubMsg" | "SubConfirm" |
-    "PubMsg" | "PubConfirm" | "PartitionInfo" | "SyncStart" | "SyncSummary" | "SyncTransfer",
-    ...its fields}``;
+    "PubMsg" | "PubConfirm" | "PartitionInfo" | "PartitionHealed" | "RecoveryNotifier" |
+    "SyncStart" | "SyncSummary" | "SyncTransfer", ...its fields}``; a subscription's
+    acceptance may be written again at its source when a partition recovers (its new tags);
   - ``deliver``: ``{"subscriber", "connection", "pubend", "tick", "attributes"}``;
   - ``fault``: ``{"kind", "target", "phase"}``;
 * the last line, the end record ``{"end": {"records": N, "sha256": HEX}}`` — as in guaranteed
@@ -47,10 +48,12 @@ import cattrs
 from pyrsistent import PMap, pmap
 
 from gapless.impl.dft.messages import (
+    PartitionHealed,
     PartitionInfo,
     Pid,
     PubConfirm,
     PubMsg,
+    RecoveryNotifier,
     SubConfirm,
     SubMsg,
     SyncStart,
@@ -79,6 +82,8 @@ _MESSAGES: Final[Mapping[str, type]] = {
         PubMsg,
         PubConfirm,
         PartitionInfo,
+        PartitionHealed,
+        RecoveryNotifier,
         SyncStart,
         SyncSummary,
         SyncTransfer,

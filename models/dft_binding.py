@@ -45,6 +45,7 @@ from gapless.models.runspec import RunSpecError
 from gapless.models.workload import PublishEvent, Subscription, Workload
 
 __all__ = [
+    "GAP_S1_AFTER_HEAL_US",
     "GAP_S1_HEAL_US",
     "GAP_S1_LINK_FAIL_US",
     "MAX_RADIUS",
@@ -111,6 +112,7 @@ def slow_branch() -> nx.Graph:
 
 
 GAP_S1_LINK_FAIL_US: Final = 100_000
+GAP_S1_AFTER_HEAL_US: Final = 1_300_000
 GAP_S1_HEAL_US: Final = 1_000_000
 
 
@@ -119,12 +121,14 @@ def gap_s1() -> nx.Graph:
     dealing with link failures"]: S1 at B3 (``loc == "USA"``) subscribes at the start; link
     B1-B2 fails at 0.1 s (the scenario's fault, healed at 1 s); S2 at B4 (everything)
     arrives at 0.2 s; P at B1 publishes p1 (USA), p2 (UK), p3 (USA) at 0.3, 0.4, 0.5 s —
-    all match s2, only p1 and p3 match s1."""
+    all match s2, only p1 and p3 match s1 — and, after the heal, p4 (UK) and p5 (USA) at
+    1.3 and 1.4 s (what partition recovery owes S2 [DFT §VIII-A])."""
     g = fig1()
+    times = (300_000, 400_000, 500_000, GAP_S1_AFTER_HEAL_US, GAP_S1_AFTER_HEAL_US + 100_000)
     g.graph["script"] = Workload(
         publishes=tuple(
-            PublishEvent(at_us=300_000 + 100_000 * i, pubend="B1", index=i, attributes={"loc": loc})
-            for i, loc in enumerate(("USA", "UK", "USA"))
+            PublishEvent(at_us=t, pubend="B1", index=i, attributes={"loc": loc})
+            for i, (t, loc) in enumerate(zip(times, ("USA", "UK", "USA", "UK", "USA"), strict=True))
         ),
         subscriptions=(
             Subscription(name="S1", shb="B3", filter='loc == "USA"'),

@@ -4,8 +4,10 @@ Theory of operation
 -------------------
 The topology ``dft-gap-s1`` (:func:`gapless.models.dft_binding.gap_s1`) carries the §I
 sequence as a scripted workload: S1 subscribes at B3 at the start, S2 arrives at B4 at
-0.2 s, P publishes p1, p2, p3 at B1 (all match s2; only p1 and p3 match s1). The scenario's
-one fault fails link B1-B2 from 0.1 s to 1 s, so s2 is issued while B1 is cut off from B2.
+0.2 s, P publishes p1, p2, p3 at B1 (all match s2; only p1 and p3 match s1), then p4, p5
+after the heal. The scenario's one fault fails link B1-B2 from 0.1 s to 1 s, so s2 is issued
+while B1 is cut off from B2: B2 accepts it with its barrier <B1> as a confirmation tag, which
+excludes B1's publications from S2 until the partition recovers [DFT §V-C, §VIII-A].
 
 The registered run is the δ-fault-tolerant protocol (δ = 1) with every invariant on.
 :func:`gap_figures` also runs the same script and schedule with the naive baseline (variant
@@ -15,7 +17,9 @@ JSON: ``naive_violation`` (the invariant that caught the baseline), ``naive_reco
 records the violation names), ``dft_violation`` (``None`` when the δ-FT run is clean), what
 each subscriber was delivered in each run, and ``dft_verdict``; ``naive_timeline`` and
 ``dft_timeline`` (``[time_s, who, what]`` per publication and delivery) and ``link_down_s``
-for the plot. Pass marks: the naive run is caught by ``gapless`` and the δ-FT run is clean.
+for the plot; ``s2_after_heal``: the publications published after the heal that S2 was
+delivered in the δ-FT run (partition recovery lifts the exclusion: p4, p5). Pass marks: the
+naive run is caught by ``gapless``, the δ-FT run is clean, and S2 gets p4 and p5.
 
 The naive run is a :class:`~gapless.models.world.World` wired to the DFT checker here, not
 through :mod:`gapless.models.run` (which reads the protocol table this module is part of).
@@ -125,7 +129,26 @@ def gap_figures(scenario: Scenario, outcome: Any, brokers: tuple[str, ...]) -> d
         "naive_timeline": _timeline(naive_records),
         "dft_timeline": _timeline(outcome.trace or ()),
         "link_down_s": [GAP_S1_LINK_FAIL_US / 1e6, GAP_S1_HEAL_US / 1e6],
+        "s2_after_heal": _after_heal(outcome.trace or (), "S2"),
     }
+
+
+def _after_heal(records: Any, subscriber: str) -> list[str]:
+    """The publications published after the heal that ``subscriber`` was delivered."""
+    late: set[int] = set()
+    count = 0
+    for r in records:
+        if r.kind == "publish" and r.detail.pubend == "B1":
+            count += 1
+            if r.time >= GAP_S1_HEAL_US:
+                late.add(count)
+    return [
+        f"p{d.tick}"
+        for r in records
+        if r.kind == "deliver"
+        for d in deliveries(r.detail)
+        if d.subscriber == subscriber and d.tick in late
+    ]
 
 
 def gap_pass_marks(name: str, figures: dict[str, Any]) -> dict[str, bool]:
@@ -134,6 +157,7 @@ def gap_pass_marks(name: str, figures: dict[str, Any]) -> dict[str, bool]:
     return {
         "naive baseline caught by gapless": figures["naive_violation"] == "gapless",
         "δ-FT run clean": figures["dft_violation"] is None and figures["dft_verdict"] == "pass",
+        "S2 served after the heal": figures["s2_after_heal"] == ["p4", "p5"],
     }
 
 

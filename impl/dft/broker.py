@@ -6,23 +6,25 @@ Theory of operation
 A dispatch table from input type (and, for ``Receive``, message type) to the handler that
 implements the paper's procedure:
 
-========================  =====================================================  ==========
-input                     handler                                                paper
-========================  =====================================================  ==========
-LinkChanged               sessions.on_link_changed (failure detector)            §II, §IV
-Receive(SubMsg)           subscriptions.on_sub (ProcessArrivedSub)               Figure 5
-Receive(SubConfirm)       recovery.on_sub_confirm (subscriptions', or a sync's)  Figure 5
-Receive(SyncStart)        recovery.on_sync_start (steps i-ii)                    §VIII-A
-Receive(SyncSummary)      recovery.on_sync_summary (step iii)                    §VIII-A
-Receive(SyncTransfer)     recovery.on_sync_transfer (step iv)                    §VIII-A
-Receive(PubMsg)           publications.on_pub (OnPubReceive)                     Figure 8
-Receive(PubConfirm)       publications.on_pub_confirm                            Figure 8
-Receive(PartitionInfo)    partitions.on_partition_info                           §IV
-Publish                   publications.on_publish (a local publisher)            §VI
-Connect                   a local subscriber issues subscription ``sub/conn``    §V
-Disconnect                its subscriptions stop being delivered                 —
-Restart                   ask its sessions for partial recoveries                §VIII-B
-========================  =====================================================  ==========
+==========================  =====================================================  ==========
+input                       handler                                                paper
+==========================  =====================================================  ==========
+LinkChanged                 sessions.on_link_changed (failure detector)            §II, §IV
+Receive(SubMsg)             subscriptions.on_sub (ProcessArrivedSub)               Figure 5
+Receive(SubConfirm)         recovery.on_sub_confirm (subscriptions', or a sync's)  Figure 5
+Receive(SyncStart)          recovery.on_sync_start (steps i-ii)                    §VIII-A
+Receive(SyncSummary)        recovery.on_sync_summary (step iii)                    §VIII-A
+Receive(SyncTransfer)       recovery.on_sync_transfer (step iv)                    §VIII-A
+Receive(PubMsg)             publications.on_pub (OnPubReceive)                     Figure 8
+Receive(PubConfirm)         publications.on_pub_confirm                            Figure 8
+Receive(PartitionInfo)      partitions.on_partition_info                           §IV
+Receive(PartitionHealed)    healing.on_healed (step v)                             §VIII-A
+Receive(RecoveryNotifier)   healing.on_notifier (step iv, p_rec)                   §VIII-A
+Publish                     publications.on_publish (a local publisher)            §VI
+Connect                     a local subscriber issues subscription ``sub/conn``    §V
+Disconnect                  its subscriptions stop being delivered                 —
+Restart                     ask its sessions for partial recoveries                §VIII-B
+==========================  =====================================================  ==========
 
 A message of an unknown type, or a ``Publish`` for another broker, is a ``Rejected``
 effect (network input never raises). Any other input is ignored (same state, no effects).
@@ -39,13 +41,15 @@ from collections.abc import Callable
 from typing import Any
 
 import attrs
-from pyrsistent import pmap, pvector
+from pyrsistent import pmap, pset, pvector
 
-from gapless.impl.dft import partitions, publications, recovery, subscriptions
+from gapless.impl.dft import healing, partitions, publications, recovery, subscriptions
 from gapless.impl.dft.messages import (
+    PartitionHealed,
     PartitionInfo,
     PubConfirm,
     PubMsg,
+    RecoveryNotifier,
     SubConfirm,
     SubMsg,
     SyncStart,
@@ -75,6 +79,8 @@ _RECEIVE: dict[type, Callable[[BrokerState, str, Any], Step]] = {
     PubMsg: publications.on_pub,
     PubConfirm: publications.on_pub_confirm,
     PartitionInfo: partitions.on_partition_info,
+    PartitionHealed: healing.on_healed,
+    RecoveryNotifier: healing.on_notifier,
     SyncStart: recovery.on_sync_start,
     SyncSummary: recovery.on_sync_summary,
     SyncTransfer: recovery.on_sync_transfer,
@@ -150,7 +156,9 @@ def handle(state: BrokerState, inp: Input, now: int) -> Step:
 
 def crash(state: BrokerState) -> BrokerState:
     """The broker after a crash: stable storage survives (tree, neighbourhood, incarnation,
-    local publication count, its own unconfirmed publications); it restarts believing its
+    local publication count, its own unconfirmed publications, the partitions it detected
+    and its partition counter — so it can still recover them [DFT §VIII-A] and its new
+    pids stay distinct); it restarts believing its
     primary neighbours reachable and their sessions active but not yet recovered (so a
     neighbour found unreachable at the restart makes a partition, as for a running
     broker), its full recovery ahead
@@ -164,6 +172,8 @@ def crash(state: BrokerState) -> BrokerState:
         fresh,
         incarnation=incarnation,
         stamp=incarnation << 32 if policy.durable_stamps else 0,
+        pt=pset(p for p in state.pt if p.detector == state.me),
+        counter=state.counter,
         published=state.published,
         unsent=pvector(q for q in state.queue if q.msg.source == state.me) if sync else pvector(),
         restored=not sync,

@@ -111,6 +111,11 @@ class DFTPolicy:
     #: A restarted broker's stamps continue above every stamp of its earlier incarnations
     #: (the incarnation number is kept on stable storage) [DFT §VII, §VIII-B].
     durable_stamps: bool = True
+    #: When a sync-point's partial recovery of a broker inside one of its partitions ends,
+    #: the partition's pid is replaced in confirmation tags (notifiers) and removed from
+    #: partition tables within DPT [DFT §VIII-A steps (iv), (v)]. False keeps pids forever:
+    #: safe, but a subscription accepted during a partition never hears from it again.
+    recover_partitions: bool = True
 
     def dpt(self, config: DFTConfig) -> int:
         """The partition-table radius this policy uses."""

@@ -31,10 +31,12 @@ from gapless.impl.inputs import as_pmap
 __all__ = [
     "WIRE_KINDS",
     "DFTWire",
+    "PartitionHealed",
     "PartitionInfo",
     "Pid",
     "PubConfirm",
     "PubMsg",
+    "RecoveryNotifier",
     "SubConfirm",
     "SubMsg",
     "SyncStart",
@@ -83,14 +85,14 @@ class SubConfirm:
 @attrs.frozen(kw_only=True)
 class PubMsg:
     """A publication: the ``number``-th of source broker ``source`` [DFT §VI]. ``seqvec`` is
-    its sequence vector: ``(broker, stamp)`` for the forwarders among the last DSEQ brokers of
-    its primary path [DFT §VII]."""
+    its sequence vector: ``(broker, stamp, low-water mark)`` for the forwarders among the
+    last DSEQ brokers of its primary path [DFT §VII]."""
 
     source: str
     number: int
     attributes: PMap[str, Any] = attrs.field(factory=pmap, converter=as_pmap)
     trail: tuple[str, ...] = ()
-    seqvec: tuple[tuple[str, int], ...] = ()
+    seqvec: tuple[tuple[str, int, int], ...] = ()
     tags: frozenset[Pid] = frozenset()
 
     @property
@@ -118,6 +120,29 @@ class PartitionInfo:
 
 @final
 @attrs.frozen(kw_only=True)
+class PartitionHealed:
+    """Partial recovery, step (v): partition ``pid`` has recovered; brokers within DPT of
+    its detector remove it from their partition tables [DFT §VIII-A]."""
+
+    pid: Pid
+
+
+@final
+@attrs.frozen(kw_only=True)
+class RecoveryNotifier:
+    """p_rec, the partition-recovery notifier of step (iv) [DFT §VIII-A]: in subscription
+    ``sid``'s confirmation tags, ``pid`` is replaced by ``tags`` (the barriers that remain
+    downstream of the recovered broker). It travels towards ``source``, the subscription's
+    source broker, over the active sessions on the primary path."""
+
+    pid: Pid
+    sid: str
+    source: str
+    tags: frozenset[Pid] = frozenset()
+
+
+@final
+@attrs.frozen(kw_only=True)
 class SyncStart:
     """Partial recovery, step (i): the sender's session to the receiver is now active and
     the sender is its sync-point [DFT §VIII-A]. ``recovering``: the sender restarted and
@@ -133,6 +158,9 @@ class SyncSummary:
     accepted (its SRT) [DFT §VIII-A]."""
 
     sids: frozenset[str] = frozenset()
+    #: Per sid of ``sids``, the recovering broker's confirmation tags (our addition: what
+    #: a partition-recovery notifier puts in place of a recovered pid, step iv).
+    tags: tuple[tuple[str, frozenset[Pid]], ...] = ()
 
 
 @final
@@ -155,6 +183,8 @@ WIRE_KINDS: Final = (
     "pub",
     "pub_confirm",
     "partition_info",
+    "partition_healed",
+    "recovery_notifier",
     "sync_start",
     "sync_summary",
     "sync_transfer",
@@ -198,6 +228,10 @@ def wire(msg: Any) -> DFTWire | None:
         return DFTWire(kind="pub_confirm", key=msg.key)
     if isinstance(msg, PartitionInfo):
         return DFTWire(kind="partition_info", key=msg.pid, source=msg.pid.detector)
+    if isinstance(msg, PartitionHealed):
+        return DFTWire(kind="partition_healed", key=msg.pid, source=msg.pid.detector)
+    if isinstance(msg, RecoveryNotifier):
+        return DFTWire(kind="recovery_notifier", key=msg.sid, source=msg.source, tags=msg.tags)
     if isinstance(msg, SyncStart):
         return DFTWire(kind="sync_start", key=None)
     if isinstance(msg, SyncSummary):

@@ -9,8 +9,8 @@ the pids ``(B2, 1, <B3>)``, ``(B2, 2, <B3, B4>)`` arise as B2's active sessions 
 fail]. The detector adds the pid to its partition table (PT) and tells its established
 sessions with partition-information messages; a receiver within DPT of the detector adds it
 and passes it on to its own established sessions within DPT [DFT §IV]; farther brokers drop
-it. Pids stay in the table until recovery removes them [DFT §VIII-A step (v)]; recovery is
-not modelled yet (``spec/dft.md``), so they stay — which only ever excludes more.
+it. Pids stay in the table until recovery removes them [DFT §VIII-A step (v)]
+(:mod:`gapless.impl.dft.healing`).
 
 Tags [DFT §III, §V, §VI]:
 
@@ -74,8 +74,10 @@ def on_partition_info(
 ) -> tuple[BrokerState, tuple[Effect, ...]]:
     """Keep ``msg.pid`` when the detector is within DPT and pass it on [DFT §IV]."""
     pid = msg.pid
-    if pid in state.pt or state.tree.distance(state.me, pid.detector) > state.policy.dpt(
-        state.config
+    if (
+        pid in state.pt
+        or pid in state.healed
+        or state.tree.distance(state.me, pid.detector) > state.policy.dpt(state.config)
     ):
         return state, ()
     return attrs.evolve(state, pt=state.pt.add(pid)), _announce(state, pid, sender)

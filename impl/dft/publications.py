@@ -50,7 +50,7 @@ from pyrsistent import PMap, pmap, pvector
 from gapless.impl.dft.messages import PubConfirm, PubMsg
 from gapless.impl.dft.partitions import publication_tags
 from gapless.impl.dft.routing import route
-from gapless.impl.dft.seqvec import extend, is_duplicate, observe
+from gapless.impl.dft.seqvec import extend, is_duplicate, low_water, observe
 from gapless.impl.dft.state import BrokerState, QueuedPub
 from gapless.impl.effects import Deliver, Effect, Send
 from gapless.impl.filters import parse_filter
@@ -69,6 +69,7 @@ def _outgoing(state: BrokerState, q: QueuedPub, to: str) -> Send:
         q.msg.seqvec,
         state.me,
         q.stamp,
+        low_water(q.stamp, (o.stamp for o in state.queue), state.stamp),
         lambda y: tree.distance(y, to),
         state.policy.dseq(state.config),
     )
@@ -91,12 +92,12 @@ def on_pub(state: BrokerState, sender: str, msg: PubMsg) -> Step:
     the publication until it is (its SRT is still being rebuilt) [DFT §VIII-B]."""
     if not state.restored:
         return attrs.evolve(state, held=state.held.append((sender, msg))), ()
-    if is_duplicate(state.high, msg.seqvec):
+    if is_duplicate(state.seen, msg.seqvec):
         for i, q in enumerate(state.queue):
             if q.msg.key == msg.key:
                 return _another_copy(state, i, q, sender, msg)
         return state, (Send(to=sender, msg=PubConfirm(key=msg.key)),)
-    state = attrs.evolve(state, high=observe(state.high, msg.seqvec))
+    state = attrs.evolve(state, seen=observe(state.seen, msg.seqvec))
     return _process(state, sender, msg)
 
 
@@ -123,9 +124,9 @@ def _another_copy(state: BrokerState, i: int, q: QueuedPub, sender: str, msg: Pu
     waiting = [h for h in q.hops if h not in state.fwd]
     if not waiting or msg.trail == q.msg.trail:
         return attrs.evolve(state, queue=state.queue.set(i, q)), ()
-    stamps = dict(q.msg.seqvec)
-    stamps.update(msg.seqvec)
-    vec = tuple(sorted(stamps.items(), key=lambda e: -state.tree.distance(e[0], state.me)))
+    stamps = {y: (n, low) for y, n, low in (*q.msg.seqvec, *msg.seqvec)}
+    near = sorted(stamps, key=lambda y: -state.tree.distance(y, state.me))
+    vec = tuple((y, *stamps[y]) for y in near)
     q = attrs.evolve(q, msg=attrs.evolve(q.msg, trail=msg.trail, seqvec=vec))
     targets = {z for h in waiting for z in q.hops[h]}
     base = pmap({h: zs for h, zs in q.hops.items() if h in state.fwd})
@@ -133,15 +134,21 @@ def _another_copy(state: BrokerState, i: int, q: QueuedPub, sender: str, msg: Pu
     return attrs.evolve(state, queue=state.queue.set(i, q)), tuple(sends)
 
 
-def _local_deliveries(state: BrokerState, msg: PubMsg, sid: str) -> tuple[Effect, ...]:
-    """CheckLocalSubs (lines 32-38) for one matching local subscription."""
+def _local_deliveries(state: BrokerState, msg: PubMsg, sid: str) -> Step:
+    """CheckLocalSubs (lines 32-38) for one matching local subscription. A publication
+    not newer than one of the same source already excluded for ``sid`` is excluded too
+    (our addition): after a partition recovers, an old publication that waited elsewhere
+    must not resume a flow behind a newer one that was excluded."""
     who = state.local.get(sid)
     if who is None:
-        return ()
+        return state, ()
+    key = (sid, msg.source)
+    if msg.number <= state.excluded.get(key, 0):
+        return state, ()
     if state.policy.check_tags_on_delivery and state.srt[sid].conf_tags & msg.tags:
-        return ()
+        return attrs.evolve(state, excluded=state.excluded.set(key, msg.number)), ()
     sub, conn = who
-    return (
+    return state, (
         Deliver(
             subscriber=sub,
             pubend=msg.source,
@@ -169,7 +176,8 @@ def _process(state: BrokerState, sender: str | None, msg: PubMsg, stamp: int | N
         if not hit:
             continue
         if sub.source == me:
-            effects += _local_deliveries(state, msg, sid)
+            state, local = _local_deliveries(state, msg, sid)
+            effects += local
         elif back is None or tree.next_hop(me, sub.source) != back:  # toward [DFT §VI]
             targets.add(sub.source)
     if stamp is None:

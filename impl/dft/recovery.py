@@ -26,11 +26,9 @@ Theory of operation
       When S holds every confirmation it checks for subscriptions it accepted meanwhile
       (sends them too), then ends the recovery: R joins ``fwd`` and S's queued
       publications are rerouted (:func:`on_sub_confirm`).
-
-Step (iv)'s replacement of confirmation tags with a *partition-recovery notifier* and step
-(v), removing recovered pids from partition tables, are not built: pids stay, so a
-subscription accepted during a partition keeps excluding publications from on and beyond it
-(safety kept, liveness lost; ``spec/dft.md``, "Recovery").
+(iv, v) The pids S detected that hold R have recovered: partition-recovery notifiers
+      replace them in confirmation tags, and they leave the partition tables within DPT
+      (:mod:`gapless.impl.dft.healing`).
 
 *Full recovery* [DFT §VIII-B]. A crash keeps only stable storage: the tree and the
 Δ-neighbourhood, the incarnation number and the count of local publications
@@ -53,9 +51,9 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 import attrs
-from pyrsistent import pvector
+from pyrsistent import pmap, pvector
 
-from gapless.impl.dft import publications, subscriptions
+from gapless.impl.dft import healing, publications, subscriptions
 from gapless.impl.dft.messages import SubConfirm, SubMsg, SyncStart, SyncSummary, SyncTransfer
 from gapless.impl.dft.routing import active_sessions
 from gapless.impl.dft.state import Accepted, BrokerState, SyncState
@@ -103,11 +101,19 @@ def start(state: BrokerState, gained: Iterable[str]) -> Step:
 
 
 def on_sync_start(state: BrokerState, sender: str, msg: SyncStart) -> Step:
-    """Step (ii): answer with the SRT's ids. A restarted sender asks for a sync-point: start
-    one towards it too, if none is under way [DFT §VIII-B]."""
+    """Step (ii): answer with the SRT's ids and their confirmation tags — but for island
+    and upstream copies: they were accepted without being propagated [DFT §V-B], so the
+    sync-point transfers the subscription again and it is processed in full (our
+    addition: otherwise a partition's recovery could lift a tag with the region behind
+    the copy never told). A restarted
+    sender asks for a sync-point: start one towards it too, if none is under way
+    [DFT §VIII-B]."""
     if sender not in state.established:
         return state, ()
-    effects: list[Effect] = [Send(to=sender, msg=SyncSummary(sids=frozenset(state.srt)))]
+    full = sorted(sid for sid, a in state.srt.items() if a.full)
+    tags = tuple((sid, state.srt[sid].conf_tags) for sid in full)
+    summary = SyncSummary(sids=frozenset(full), tags=tags)
+    effects: list[Effect] = [Send(to=sender, msg=summary)]
     if msg.recovering and sender not in state.syncing and state.policy.sync_on_activation:
         state = attrs.evolve(state, syncing=state.syncing.set(sender, SyncState()))
         state = with_fwd(state)
@@ -149,7 +155,7 @@ def on_sync_summary(state: BrokerState, sender: str, msg: SyncSummary) -> Step:
         return state, ()
     transfer = _missing(state, sender, msg.sids)
     sent = _sids(transfer)
-    s = SyncState(known=msg.sids | sent, waiting=sent, summarised=True)
+    s = SyncState(known=msg.sids | sent, waiting=sent, summarised=True, tags=pmap(msg.tags))
     state = attrs.evolve(state, syncing=state.syncing.set(sender, s))
     effects: tuple[Effect, ...] = (Send(to=sender, msg=transfer),)
     if sent:
@@ -167,7 +173,9 @@ def on_sync_transfer(state: BrokerState, sender: str, msg: SyncTransfer) -> Step
         effects += more
     for sub in msg.upstream:
         if sub.sid not in state.srt and sub.sid not in state.pending:
-            state = attrs.evolve(state, srt=state.srt.set(sub.sid, Accepted(sub=sub)))
+            state = attrs.evolve(
+                state, srt=state.srt.set(sub.sid, Accepted(sub=sub, upstream=True))
+            )
         effects.append(Send(to=sender, msg=SubConfirm(sid=sub.sid)))
     if not state.restored and sender not in state.synced_from:
         state = attrs.evolve(state, synced_from=state.synced_from | {sender})
@@ -185,7 +193,7 @@ def on_sub_confirm(state: BrokerState, sender: str, msg: SubConfirm) -> Step:
     s = state.syncing.get(sender)
     if s is None or msg.sid not in s.waiting:
         return state, ()
-    s = attrs.evolve(s, waiting=s.waiting - {msg.sid})
+    s = attrs.evolve(s, waiting=s.waiting - {msg.sid}, tags=s.tags.set(msg.sid, msg.tags))
     state = attrs.evolve(state, syncing=state.syncing.set(sender, s))
     if s.waiting:
         return state, ()
@@ -199,12 +207,14 @@ def _complete(state: BrokerState, x: str) -> Step:
     transfer = _missing(state, x, s.known)
     sent = _sids(transfer)
     if sent:
-        s = SyncState(known=s.known | sent, waiting=sent, summarised=True)
+        s = attrs.evolve(s, known=s.known | sent, waiting=sent)
         state = attrs.evolve(state, syncing=state.syncing.set(x, s))
         return state, (Send(to=x, msg=transfer),)
     before = state.fwd
     state = with_fwd(attrs.evolve(state, syncing=state.syncing.remove(x)))
-    return publications.reroute(state, before)
+    state, healed = healing.recovered(state, x, s.tags)
+    state, moved = publications.reroute(state, before)
+    return state, (*healed, *moved)
 
 
 def check_restored(state: BrokerState) -> Step:
@@ -223,4 +233,5 @@ def check_restored(state: BrokerState) -> Step:
     for sender, msg in held:
         state, more = publications.replay(state, sender, msg)
         effects += more
-    return state, tuple(effects)
+    state, more = healing.after_restart(state)
+    return state, (*effects, *more)

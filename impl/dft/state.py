@@ -12,15 +12,19 @@ One frozen value per broker [DFT §II-VIII]; the handlers in
   established sessions S(B, X); ``active`` — those with no other established broker on the
   primary path to them: one active session per primary path [DFT §II, Figure 3].
 * ``pt`` — the partition table: pids whose detector is within DPT [DFT §IV]; ``counter`` —
-  the last partition counter this broker assigned as a detector [DFT §III].
+  the last partition counter this broker assigned as a detector [DFT §III]; ``healed`` —
+  pids removed on recovery, so a late partition-information message does not bring one
+  back [DFT §VIII-A step (v)].
 * ``srt`` — accepted subscriptions, with, at their source broker, the confirmation tags
   [DFT §V]; ``pending`` — subscriptions awaiting confirmations (Out_s, senders, tags
   gathered from confirmations) in arrival order.
 * ``queue`` — the FIFO of publications not yet confirmed downstream [DFT §VI], each with
   the hops it was sent to and the subscription sources each hop serves.
-* ``high`` and ``stamp`` — duplicate detection [DFT §VII]; ``published`` — the count of
+* ``seen`` and ``stamp`` — duplicate detection [DFT §VII] (per forwarder and epoch, the
+  stamps seen: :class:`gapless.impl.dft.seqvec.Seen`); ``published`` — the count of
   publications issued at this broker (their per-source numbers).
-* ``local`` — this broker's subscribers: sid -> (subscriber, connection).
+* ``local`` — this broker's subscribers: sid -> (subscriber, connection); ``excluded``
+  — per (sid, source), the newest publication number excluded there by its tags.
 * Recovery [DFT §VIII] (:mod:`gapless.impl.dft.recovery`): ``syncing`` — the brokers this
   broker is sync-point for, whose partial recovery is not over; ``fwd`` — the active
   sessions publications may use: those over the established sessions minus ``syncing``
@@ -41,6 +45,7 @@ from pyrsistent import PMap, PSet, PVector, pmap, pset, pvector
 
 from gapless.impl.dft.config import PAPER_POLICY, DFTConfig, DFTPolicy
 from gapless.impl.dft.messages import Pid, PubMsg, SubMsg
+from gapless.impl.dft.seqvec import Seen
 from gapless.impl.dft.tree import PrimaryTree
 
 __all__ = ["Accepted", "BrokerState", "PendingSub", "QueuedPub", "SyncState", "new_broker"]
@@ -53,6 +58,14 @@ class Accepted:
 
     sub: SubMsg
     conf_tags: frozenset[Pid] = frozenset()
+    #: Accepted from a partial recovery's upstream transfer, without being propagated
+    #: downstream [DFT §VIII-A]: like an island copy, not a full acceptance.
+    upstream: bool = False
+
+    @property
+    def full(self) -> bool:
+        """Accepted after propagation (Figure 5), not as an island or upstream copy."""
+        return not (self.upstream or self.sub.island)
 
 
 @final
@@ -83,11 +96,14 @@ class QueuedPub:
 class SyncState:
     """This broker as sync-point for one recovering broker [DFT §VIII-A]: ``known`` — the
     sids the recovering broker reported or was sent; ``waiting`` — those sent and not yet
-    confirmed; ``summarised`` — whether the summary (step ii) has arrived."""
+    confirmed; ``summarised`` — whether the summary (step ii) has arrived; ``tags`` — per
+    subscription confirmed, the tags of the recovering broker's confirmation (T', step
+    iv)."""
 
     known: frozenset[str] = frozenset()
     waiting: frozenset[str] = frozenset()
     summarised: bool = False
+    tags: PMap[str, frozenset[Pid]] = attrs.field(factory=pmap)
 
 
 @final
@@ -104,14 +120,16 @@ class BrokerState:
     active: frozenset[str] = frozenset()
     pt: PSet[Pid] = attrs.field(factory=pset)
     counter: int = 0
+    healed: PSet[Pid] = attrs.field(factory=pset)
     srt: PMap[str, Accepted] = attrs.field(factory=pmap)
     pending: PMap[str, PendingSub] = attrs.field(factory=pmap)
     pending_order: PVector[str] = attrs.field(factory=pvector)
     queue: PVector[QueuedPub] = attrs.field(factory=pvector)
-    high: PMap[str, int] = attrs.field(factory=pmap)
+    seen: PMap[tuple[str, int], Seen] = attrs.field(factory=pmap)
     stamp: int = 0
     published: int = 0
     local: PMap[str, tuple[str, int]] = attrs.field(factory=pmap)
+    excluded: PMap[tuple[str, str], int] = attrs.field(factory=pmap)
     syncing: PMap[str, SyncState] = attrs.field(factory=pmap)
     fwd: frozenset[str] = frozenset()
     incarnation: int = 0

@@ -25,8 +25,10 @@ A broker B processes arrived subscriptions in order [DFT §V-A]:
   with nothing to replace it is a barrier, and s no longer waits for it (§V-C).
 
 A duplicate arrival (s already pending or accepted) adds its sender to the senders, or is
-confirmed at once. Subscription ids are unique (assigned by the subscriber [DFT §V]), so
-duplicates are recognised by id.
+confirmed at once — unless s was accepted here only as an island or upstream copy and this
+copy travels its primary path (a partial recovery's transfer): then it is processed in full,
+the earlier entry serving meanwhile. Subscription ids are unique (assigned by the
+subscriber [DFT §V]), so duplicates are recognised by id.
 """
 
 from __future__ import annotations
@@ -90,7 +92,7 @@ def on_sub(state: BrokerState, sender: str | None, sub: SubMsg) -> Step:
         return attrs.evolve(
             state, pending=state.pending.set(sid, attrs.evolve(p, senders=p.senders | {sender}))
         ), ()
-    if sid in state.srt:
+    if sid in state.srt and (sub.island or state.srt[sid].full):
         if sender is None:
             return state, ()
         return state, (Send(to=sender, msg=SubConfirm(sid=sid, tags=state.srt[sid].conf_tags)),)

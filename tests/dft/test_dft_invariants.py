@@ -146,20 +146,23 @@ def test_safety_catches_delivery_of_a_publication_whose_tags_meet_the_confirmati
         net.drain()
         net.heal_link("B1", "B2")  # partial recovery: B2 brings B1 the subscription
         net.drain()
-        net.publish("B1", x=2)  # matched now, tagged <B1> at B2: still excluded for S2
+        net.publish("B1", x=2)  # after the recovery: <B1> is no longer a tag anywhere
         net.drain()
         return net
 
     good = run(PAPER_POLICY)
-    assert good.delivered("S2") == []
+    assert good.delivered("S2") == [("B1", 2)]  # (B1, 1) stays excluded
     assert good.delivered("S1") == [("B1", 1), ("B1", 2)]
     assert _check(good)[0] is None
+    kept = run(attrs.evolve(PAPER_POLICY, recover_partitions=False))
+    assert kept.delivered("S2") == []  # without step (iv)-(v) the exclusion never lifts
+    assert _check(kept)[0] is None
     bad = run(attrs.evolve(PAPER_POLICY, check_tags_on_delivery=False))
     assert bad.delivered("S2") == [("B1", 1), ("B1", 2)]
     v, _ = _check(bad)
     assert v is not None
     assert v.invariant == "safety"
-    assert "forwarded by B1" in v.message
+    assert "meet the acceptance tags" in v.message  # the tagged copy, caught at delivery
 
 
 def _records(*items: tuple[str, str, object]) -> list[TraceRecord]:

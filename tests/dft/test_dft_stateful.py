@@ -4,7 +4,9 @@ broker and restart it (full recovery), fail and heal links, on the 13-broker com
 safety invariant is judged after every step (the trace so far); at the end every invariant,
 with the bounded guarantee judged only for pairs within δ (the out-of-budget judgement), and
 after a final heal: every live subscriber accepted untagged receives every later matching
-publication of every live source within the budget."""
+publication of every live source within the budget; and once every crashed broker has
+restarted too, ``live_after_heal``: every open subscription, tagged or not, receives every
+later matching publication (partition recovery, [DFT §VIII-A])."""
 
 from __future__ import annotations
 
@@ -15,7 +17,7 @@ from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, 
 
 from gapless.impl.dft.config import DFTConfig
 from gapless.impl.dft.tree import complete_tree
-from gapless.invariants.dft import DFT_SAFETY, DFTContext, check_dft_trace
+from gapless.invariants.dft import DFT_SAFETY, DFTContext, check_dft_trace, live_after_heal
 from gapless.spec.filters import reference_match, reference_matcher
 
 TREE = complete_tree(13, 3)
@@ -93,6 +95,20 @@ class DFTMachine(RuleBasedStateMachine):
             got = self.net.delivered(name)[before[name] :]
             owed = [s for s in sorted(self.net.alive) if checker.within_budget(s, broker)]
             assert sorted(p for p, _ in got) == owed, (name, got, owed)
+        # every crashed broker restarts: with no failure standing, partition recovery owes
+        # every open subscription, accepted during a partition or not, every later
+        # matching publication [DFT §VIII-A]
+        for b in sorted(set(BROKERS) - self.net.alive):
+            self.net.restart(b)
+            self.net.drain()
+        since = self.net.time
+        for src in BROKERS:
+            self.net.publish(src, x=1)
+        self.net.drain()
+        v, checker = check_dft_trace(self.net.records, self.ctx)
+        assert v is None, v.explain() if v else ""
+        late = live_after_heal(checker, since)
+        assert late is None, late.explain() if late else ""
 
 
 DFTMachine.TestCase.settings = settings(max_examples=40, stateful_step_count=20, deadline=None)
