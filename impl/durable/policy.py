@@ -1,0 +1,47 @@
+"""The rules of a durable-subscription network as one policy value [DUR §2-4].
+
+A run of the ``durable`` protocol takes one :class:`DurablePolicy`: the SHB's rules
+(:class:`~gapless.impl.durable.shb.ShbPolicy`), the pubend's
+(:class:`~gapless.impl.durable.pubend.PubendPolicy`) and the subscribers' own
+(:class:`ClientPolicy`). :data:`PAPER_POLICY` is the paper's; each planted bug of
+:mod:`gapless.impl.durable.variants` is another value.
+"""
+
+from __future__ import annotations
+
+from typing import Final, final
+
+import attrs
+
+from gapless.impl.durable.pubend import PubendPolicy
+from gapless.impl.durable.shb import ShbPolicy
+
+__all__ = ["PAPER_POLICY", "ClientPolicy", "DurablePolicy"]
+
+
+@final
+@attrs.frozen(kw_only=True)
+class ClientPolicy:
+    """How a durable subscriber acknowledges [DUR §2]: it sends the CT of what it consumed
+    (the paper); ``ack_ahead`` ticks past it (a planted bug: the CT advanced before the
+    subscriber consumed what it covers)."""
+
+    ack_ahead: int = 0
+
+    def ack(self, consumed: int) -> int:
+        """The ``CT(s, p)`` acknowledged after consuming through ``consumed``."""
+        return consumed + self.ack_ahead if consumed >= 0 else consumed
+
+
+@final
+@attrs.frozen(kw_only=True)
+class DurablePolicy:
+    """The SHB's, the pubend's and the subscribers' rules."""
+
+    shb: ShbPolicy = attrs.field(factory=ShbPolicy)
+    pubend: PubendPolicy = attrs.field(factory=PubendPolicy)
+    client: ClientPolicy = attrs.field(factory=ClientPolicy)
+
+
+PAPER_POLICY: Final = DurablePolicy()
+"""The paper's rules everywhere."""
