@@ -176,7 +176,20 @@ def dur_two() -> nx.Graph:
     return _tree("dur-two", ("shb1", "shb2"))
 
 
-TOPOLOGIES: Final[dict[str, Callable[[], nx.Graph]]] = {"dur-line": dur_line, "dur-two": dur_two}
+def dur_two_early() -> nx.Graph:
+    """``dur-two`` whose runs default to maxRetain 2 s (early release on) and one reconnection
+    in three presenting an older CT (``graph.graph["durable_config"]``: campaign files have no
+    config table, so a topology carries these defaults; a run's config overrides them)."""
+    g = _tree("dur-two-early", ("shb1", "shb2"))
+    g.graph["durable_config"] = (("max_retain_us", 2_000_000), ("older_ct_percent", 34))
+    return g
+
+
+TOPOLOGIES: Final[dict[str, Callable[[], nx.Graph]]] = {
+    "dur-line": dur_line,
+    "dur-two": dur_two,
+    "dur-two-early": dur_two_early,
+}
 """The durable protocol's topologies."""
 
 
@@ -432,9 +445,11 @@ class DurableBinding:
 
 
 def make_binding(spec: Any, graph: nx.Graph, workload: Workload) -> DurableBinding:
-    """The binding of ``spec`` (a ``RunSpec``): its variant's policy, its config overrides."""
+    """The binding of ``spec`` (a ``RunSpec``): its variant's policy, its config overrides
+    (over the topology's defaults, if it carries any)."""
+    given = {**dict(graph.graph.get("durable_config", ())), **dict(spec.config)}
     try:
-        config = DurableConfig(**dict(spec.config))
+        config = DurableConfig(**given)
     except TypeError as exc:
         fields = ", ".join(a.name for a in attrs.fields(DurableConfig))
         raise RunSpecError(f"RunSpec.config: {exc}; allowed keys: {fields}") from exc
