@@ -255,6 +255,7 @@ class DurableBinding:
                     upstream=self._parent(n),
                     children=self._children(n),
                     pubends=self.pubends,
+                    policy=self.policy.node,
                 )
                 out[n] = node_start(cfg)
         return out

@@ -36,21 +36,50 @@ from gapless.impl.effects import Rejected, Send
 from gapless.impl.errors import ProtocolMisuse
 from gapless.impl.gd.messages import Knowledge, Nack
 
-__all__ = ["DurNodeConfig", "DurNodeState", "node_crash", "node_on_receive", "node_start"]
+__all__ = [
+    "DurNodeConfig",
+    "DurNodeState",
+    "NodePolicy",
+    "node_crash",
+    "node_on_receive",
+    "node_start",
+]
 
 Effects = tuple[Any, ...]
 
 
 @final
 @attrs.frozen(kw_only=True)
+class NodePolicy:
+    """The broker's rule for its own pair: the minimum over its children (the paper [DUR §3]);
+    ``maximum`` True: the pointwise maximum (a planted bug that releases what a lagging SHB
+    still needs)."""
+
+    maximum: bool = False
+
+    def pair(self, view: NodeRelease) -> ReleaseReport:
+        """The pair this broker reports upstream."""
+        if not self.maximum:
+            return view.report()
+        return ReleaseReport(
+            node=view.node,
+            pubend=view.pubend,
+            released=max(r for r, _d in view.children.values()),
+            delivered=max(d for _r, d in view.children.values()),
+        )
+
+
+@final
+@attrs.frozen(kw_only=True)
 class DurNodeConfig:
-    """``node``, its ``upstream`` neighbour (toward the PHB), its downstream ``children``
-    and the ``pubends`` it carries."""
+    """``node``, its ``upstream`` neighbour (toward the PHB), its downstream ``children``,
+    the ``pubends`` it carries and its ``policy``."""
 
     node: str
     upstream: str
     children: tuple[str, ...]
     pubends: tuple[str, ...]
+    policy: NodePolicy = attrs.field(factory=NodePolicy)
 
     def __attrs_post_init__(self) -> None:
         if not self.children or not self.pubends:
@@ -85,12 +114,13 @@ def _report(state: DurNodeState, msg: ReleaseReport) -> tuple[DurNodeState, Effe
     if view is None:
         why = f"release report at {state.config.node!r}: unknown pubend {msg.pubend!r}"
         return state, (Rejected(reason=why, input=msg),)
-    before = view.report()
+    pair = state.config.policy.pair
+    before = pair(view)
     view2, rej = node_on_report(view, msg)
     if rej or view2 is view:
         return state, rej
     state = attrs.evolve(state, views=state.views.set(msg.pubend, view2))
-    rep = view2.report()
+    rep = pair(view2)
     if (rep.released, rep.delivered) == (before.released, before.delivered):
         return state, ()
     return state, (Send(to=state.config.upstream, msg=rep), Emit(kind="dur_report", detail=rep))

@@ -2,9 +2,10 @@
 
 A run of the ``durable`` protocol takes one :class:`DurablePolicy`: the SHB's rules
 (:class:`~gapless.impl.durable.shb.ShbPolicy`), the pubend's
-(:class:`~gapless.impl.durable.pubend.PubendPolicy`) and the subscribers' own
-(:class:`ClientPolicy`). :data:`PAPER_POLICY` is the paper's; each planted bug of
-:mod:`gapless.impl.durable.variants` is another value.
+(:class:`~gapless.impl.durable.pubend.PubendPolicy`), the subscribers' own
+(:class:`ClientPolicy`) and the intermediate brokers'
+(:class:`~gapless.impl.durable.node.NodePolicy`). :data:`PAPER_POLICY` is the paper's; each
+planted bug of :mod:`gapless.impl.durable.variants` is another value.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from typing import Final, final
 
 import attrs
 
+from gapless.impl.durable.node import NodePolicy
 from gapless.impl.durable.pubend import PubendPolicy
 from gapless.impl.durable.shb import ShbPolicy
 
@@ -36,11 +38,12 @@ class ClientPolicy:
 @final
 @attrs.frozen(kw_only=True)
 class DurablePolicy:
-    """The SHB's, the pubend's and the subscribers' rules."""
+    """The SHB's, the pubend's, the subscribers' and the intermediate brokers' rules."""
 
     shb: ShbPolicy = attrs.field(factory=ShbPolicy)
     pubend: PubendPolicy = attrs.field(factory=PubendPolicy)
     client: ClientPolicy = attrs.field(factory=ClientPolicy)
+    node: NodePolicy = attrs.field(factory=NodePolicy)
 
 
 PAPER_POLICY: Final = DurablePolicy()

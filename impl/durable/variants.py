@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Final
 
+from gapless.impl.durable.node import NodePolicy
 from gapless.impl.durable.policy import ClientPolicy, DurablePolicy
 from gapless.impl.durable.pubend import PubendPolicy
 from gapless.impl.durable.shb import ShbPolicy
@@ -54,6 +55,14 @@ VARIANTS: Final[Mapping[str, Variant]] = _variants(
         caught_by=("durable_exactly_once",),
         summary="The subscriber acknowledges a CT one tick past what it consumed: CT advanced "
         "before consumption [DUR §2].",
+    ),
+    Variant(
+        name="node-max-of-children",
+        policy=DurablePolicy(node=NodePolicy(maximum=True)),
+        caught_by=("release_horizon", "release_rule"),
+        topology="dur-two",
+        summary="An intermediate broker reports the maximum of its children's pairs instead "
+        "of the minimum: the pubend releases what a lagging SHB still needs [DUR §3].",
     ),
 )
 """Variant name -> planted bug."""

@@ -54,6 +54,7 @@ def test_the_protocol_is_registered_with_its_invariants_variants_and_scenarios()
         "switchover-early",
         "gap-to-non-catchup",
         "ct-before-consumption",
+        "node-max-of-children",
     }
     names = {s.name for s in e.scenarios}
     assert {"dur-early-release", "dur-disconnect", "dur-shb-crash"} <= names
@@ -107,6 +108,7 @@ def test_the_correct_protocol_is_clean_on_demo_seeds(seed: int) -> None:
         ("switchover-early", "durable_exactly_once"),
         ("gap-to-non-catchup", "gap_legal"),
         ("ct-before-consumption", "durable_exactly_once"),
+        ("node-max-of-children", "release_horizon"),
     ],
 )
 def test_each_planted_bug_is_caught_by_its_invariant(variant: str, caught_by: str) -> None:
