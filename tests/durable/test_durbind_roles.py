@@ -162,3 +162,5 @@ def test_wire_summaries() -> None:
     w = wire(ReleaseReport(node="b", pubend="p", released=1, delivered=4))
     assert (w.kind, w.released, w.hi) == ("report", 1, 4)
     assert wire(object()).kind == "other"
+    w = wire(Nack(pubend="p", start=2, end=5, retransmission=True))
+    assert (w.nack_ranges, w.retransmission, w.data_ticks, w.upto) == (((2, 5),), True, (), None)
