@@ -218,6 +218,7 @@ class DurableBinding:
         self.ct: dict[str, dict[str, int]] = {}
         self.acked: dict[str, list[dict[str, int]]] = {}
         self.ticks: dict[str, int] = {}
+        self.reconnections: dict[str, int] = {}
         self.mode = AckMode(config.ack_mode)
 
     # -------------------------------------------------------------- roles
@@ -438,9 +439,9 @@ class DurableBinding:
             return None
         ct = self.ct.get(subscriber, {})
         acked = self.acked.get(subscriber, [])
-        n = len(acked)
+        n = self.reconnections[subscriber] = self.reconnections.get(subscriber, 0) + 1
         draw = derive_seed(subscriber, n, "older-ct") % 100
-        if n >= 2 and draw < self.config.older_ct_percent:
+        if len(acked) >= 2 and draw < self.config.older_ct_percent:
             ct = acked[-2]
         return CheckpointToken.of(ct)
 

@@ -12,6 +12,8 @@ import sys
 import attrs
 import pytest
 
+from gapless.impl.durable.ct import CheckpointToken
+from gapless.invariants.durable.online import durable_record
 from gapless.models.durable_scenarios import durable_figures, durable_pass_marks
 from gapless.models.faults import FaultEvent, FaultSchedule
 from gapless.models.protocols import protocol, scenario
@@ -76,6 +78,8 @@ def test_same_seed_same_digest_other_seed_other_digest() -> None:
 
 
 _DIGEST_OF_A_RUN = """
+from gapless.impl.durable.ct import CheckpointToken
+from gapless.invariants.durable.online import durable_record
 from gapless.models.faults import FaultEvent, FaultSchedule
 from gapless.models.run import simulate
 from gapless.models.runspec import RunSpec
@@ -107,10 +111,32 @@ def test_same_digest_whatever_the_string_hash_seed() -> None:
 
 
 def test_the_correct_protocol_is_clean_under_faults_with_early_release_and_older_cts() -> None:
-    out = simulate(_spec(topology="dur-two-early"), FAULTS, 1, record_trace=True)
+    long_away = FaultSchedule(  # longer than maxRetain (2 s): early release, then gaps
+        seed=0,
+        events=(
+            *FAULTS.events,
+            FaultEvent(kind="disconnect", target="shb2.u1", at_us=_S, duration_us=3 * _S, stream=2),
+        ),
+    )
+    out = simulate(
+        _spec(topology="dur-two-early", older_ct_percent=100), long_away, 1, record_trace=True
+    )
     assert out.verdict == "pass", out.explanation
     kinds = {r.detail.kind for r in out.trace or () if r.kind == "deliver"}
-    assert {"event", "silence"} <= kinds
+    assert {"event", "silence", "gap"} <= kinds
+    acked: dict[str, CheckpointToken] = {}
+    older = 0
+    for d in filter(None, map(durable_record, out.trace or ())):
+        if d.kind == "dur_ack":
+            acked[d.detail.subscriber] = d.detail.ct
+        elif d.kind == "dur_connect" and d.detail.subscriber in acked:
+            older += not acked[d.detail.subscriber].leq(d.detail.ct)
+    assert older >= 1  # a reconnection presented a CT below its latest acknowledgement
+
+
+def test_ack_mode_shb_is_clean_under_faults() -> None:
+    out = simulate(_spec(topology="dur-two-early", ack_mode="shb"), FAULTS, 1)
+    assert out.verdict == "pass", out.explanation
 
 
 @pytest.mark.parametrize("seed", [1, 2, 3])
