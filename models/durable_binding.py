@@ -366,6 +366,8 @@ class DurableBinding:
                 ack = Ack(subscriber=sub, ct=CheckpointToken.of(ct))
                 state, fx = on_ack(state, ack, now)
                 out.extend(self._out(name, fx, state))
+                state, fx = self.policy.catchup_ack.after_ack(state, sub)
+                out.extend(self._out(name, fx, state))
         out.append(SetTimer(key=SHB_TICK, at=now + self.config.tick_us))
         return state, tuple(out)
 

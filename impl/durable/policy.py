@@ -14,6 +14,7 @@ from typing import Final, final
 
 import attrs
 
+from gapless.impl.durable.ack_rule import CatchupAckRule
 from gapless.impl.durable.node import NodePolicy
 from gapless.impl.durable.pubend import PubendPolicy
 from gapless.impl.durable.shb import ShbPolicy
@@ -38,12 +39,14 @@ class ClientPolicy:
 @final
 @attrs.frozen(kw_only=True)
 class DurablePolicy:
-    """The SHB's, the pubend's, the subscribers' and the intermediate brokers' rules."""
+    """The SHB's (with how it takes a catchup subscriber's ack), the pubend's, the
+    subscribers' and the intermediate brokers' rules."""
 
     shb: ShbPolicy = attrs.field(factory=ShbPolicy)
     pubend: PubendPolicy = attrs.field(factory=PubendPolicy)
     client: ClientPolicy = attrs.field(factory=ClientPolicy)
     node: NodePolicy = attrs.field(factory=NodePolicy)
+    catchup_ack: CatchupAckRule = attrs.field(factory=CatchupAckRule)
 
 
 PAPER_POLICY: Final = DurablePolicy()

@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Final
 
+from gapless.impl.durable.ack_rule import CatchupAckRule
 from gapless.impl.durable.node import NodePolicy
 from gapless.impl.durable.policy import ClientPolicy, DurablePolicy
 from gapless.impl.durable.pubend import PubendPolicy
@@ -63,6 +64,15 @@ VARIANTS: Final[Mapping[str, Variant]] = _variants(
         topology="dur-two",
         summary="An intermediate broker reports the maximum of its children's pairs instead "
         "of the minimum: the pubend releases what a lagging SHB still needs [DUR §3].",
+    ),
+    Variant(
+        name="released-from-catchup-ack",
+        policy=DurablePolicy(catchup_ack=CatchupAckRule(to_latest_delivered=True)),
+        caught_by=("release_rule",),
+        needs=("disconnect", "link_fail"),
+        summary="The SHB takes the ack of a subscriber still in catchup as if it were on the "
+        "constream: released(s, p) jumps to latestDelivered(p) and the pubend makes L ticks "
+        "the subscriber has not acknowledged [DUR §3, §4.1].",
     ),
 )
 """Variant name -> planted bug."""

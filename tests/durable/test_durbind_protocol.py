@@ -47,6 +47,25 @@ FAULTS = FaultSchedule(
 )
 
 
+#: a subscriber reconnects while the PHB's link is down: its catchup stream waits 1.5 s
+CATCHUP_STALLED = FaultSchedule(
+    seed=0,
+    events=(
+        FaultEvent(kind="disconnect", target="shb1.u0", at_us=1 * _S, duration_us=1 * _S, stream=0),
+        FaultEvent(
+            kind="link_fail", target="ib|phb", at_us=1_900_000, duration_us=1_600_000, stream=1
+        ),
+    ),
+)
+
+
+def test_a_stalled_catchup_is_clean_and_shows_the_catchup_ack_bug() -> None:
+    out = simulate(_spec(), CATCHUP_STALLED, 1)
+    assert out.verdict == "pass", out.explanation
+    bad = simulate(_spec("released-from-catchup-ack"), CATCHUP_STALLED, 1)
+    assert bad.invariant == "release_rule", bad.explanation
+
+
 def test_the_protocol_is_registered_with_its_invariants_variants_and_scenarios() -> None:
     e = protocol("durable")
     assert e.invariants == (
@@ -61,6 +80,7 @@ def test_the_protocol_is_registered_with_its_invariants_variants_and_scenarios()
         "gap-to-non-catchup",
         "ct-before-consumption",
         "node-max-of-children",
+        "released-from-catchup-ack",
     }
     names = {s.name for s in e.scenarios}
     assert {"dur-early-release", "dur-disconnect", "dur-shb-crash"} <= names
@@ -170,6 +190,7 @@ def test_the_correct_protocol_is_clean_on_demo_seeds(seed: int) -> None:
         ("gap-to-non-catchup", "gap_legal"),
         ("ct-before-consumption", "durable_exactly_once"),
         ("node-max-of-children", "release_horizon"),
+        ("released-from-catchup-ack", "release_rule"),
     ],
 )
 def test_each_planted_bug_is_caught_by_its_invariant(variant: str, caught_by: str) -> None:
