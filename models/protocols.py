@@ -17,7 +17,7 @@ from collections.abc import Mapping
 from typing import Final
 
 from gapless.impl.errors import ProtocolMisuse
-from gapless.models import dft_protocol, gd_protocol, ges_protocol, zmq_protocol
+from gapless.models import dft_protocol, durable_protocol, gd_protocol, ges_protocol, zmq_protocol
 from gapless.models.registry import ProtocolEntry, Scenario
 
 __all__ = ["PROTOCOLS", "protocol", "protocols", "scenario", "scenarios"]
@@ -40,7 +40,13 @@ def _table(entries: tuple[ProtocolEntry, ...]) -> dict[str, ProtocolEntry]:
 
 
 PROTOCOLS: Final[Mapping[str, ProtocolEntry]] = _table(
-    (gd_protocol.ENTRY, zmq_protocol.ENTRY, dft_protocol.ENTRY, ges_protocol.ENTRY)
+    (
+        gd_protocol.ENTRY,
+        zmq_protocol.ENTRY,
+        dft_protocol.ENTRY,
+        ges_protocol.ENTRY,
+        durable_protocol.ENTRY,
+    )
 )
 """Protocol name -> its entry."""
 

@@ -1,0 +1,490 @@
+"""Durable subscriptions (``gapless.impl.durable``) bound to the world [DUR].
+
+Theory of operation
+-------------------
+:class:`DurableBinding` adapts the three durable roles to
+:class:`~gapless.models.binding.Binding`: the PHB's pubend
+(:mod:`gapless.impl.durable.pubend`), intermediate brokers (:mod:`gapless.impl.durable.node`)
+and SHBs (:mod:`gapless.impl.durable.shb`), on the topologies of :data:`TOPOLOGIES` (a tree:
+one PHB, one intermediate broker, one or two SHBs).
+
+* **storage**: each SHB's storage effects are carried out, in order, by its own in-memory
+  store (:class:`~gapless.models.durable_store.MemoryStore`); a crash keeps what that store
+  keeps across a restart (committed tables, synced PFS records up to latestDelivered) and
+  rebuilds the SHB from it (:func:`~gapless.impl.durable.shb.shb_recover`) [DUR §4.1];
+* **observables**: a ``dur_message`` becomes the world's ``Deliver`` (``kind`` event, silence or
+  gap; ``tick`` the message's ``t``; the payload the
+  :class:`~gapless.impl.durable.records.DurMessage`); every other ``dur_*`` record rides a
+  ``Persist`` whose key is ``("dur", kind, ...)`` and whose value is the record's detail
+  (the world records a fixed set of kinds;
+  :class:`~gapless.invariants.durable.online.DurableChecker` turns these back into ``dur_*``
+  records). A ``dur_event`` is indeed the pubend's log write;
+* **subscribers** (the clients): each keeps its own CT — its join CT, then the ``t`` of every
+  message it is delivered — and, every ``ack_every`` SHB ticks, acknowledges it (under the
+  policy's :class:`~gapless.impl.durable.policy.ClientPolicy`) [DUR §2]. A first connection
+  subscribes (``Subscribe``); a later one reconnects presenting its CT through the world's
+  ``resume_token`` seam — or, for ``older_ct_percent`` of reconnections (drawn from the
+  subscriber's name and connection number), the CT it acknowledged before its last
+  acknowledgement (a client restoring an older checkpoint: it may then get gaps only for what
+  was released [DUR §2]). In ack mode ``shb`` it presents none and the SHB resumes it from the
+  CT it kept.
+
+Configuration (:class:`DurableConfig`, the run's ``config`` overrides) is in µs of virtual time;
+a tick is a µs, as GD's [GD §2.2].
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from typing import Any, Final, final, get_args
+
+import attrs
+import networkx as nx
+
+from gapless.impl.durable.ct import CheckpointToken
+from gapless.impl.durable.messages import EventMessage, GapMessage, SilenceMessage
+from gapless.impl.durable.node import (
+    DurNodeConfig,
+    DurNodeState,
+    node_crash,
+    node_on_receive,
+    node_start,
+)
+from gapless.impl.durable.policy import PAPER_POLICY, DurablePolicy
+from gapless.impl.durable.pubend import (
+    HEARTBEAT,
+    DurPubendConfig,
+    DurPubendState,
+    pubend_crash,
+    pubend_heartbeat,
+    pubend_on_nack,
+    pubend_on_publish,
+    pubend_on_release_report,
+    pubend_restart,
+    pubend_start,
+)
+from gapless.impl.durable.records import DurEvent, DurMessage
+from gapless.impl.durable.release import AckMode, ReleaseReport
+from gapless.impl.durable.shb import (
+    Ack,
+    Emit,
+    Lost,
+    ShbConfig,
+    ShbState,
+    Subscribe,
+    Tick,
+    on_ack,
+    on_connect,
+    on_disconnect,
+    on_knowledge,
+    on_lost,
+    on_subscribe,
+    on_tick,
+    shb_recover,
+    shb_start,
+)
+from gapless.impl.durable.storage import StorageEffect
+from gapless.impl.durable.variants import VARIANTS
+from gapless.impl.durable.wire import wire
+from gapless.impl.effects import Deliver, Persist, Rejected, Send, SetTimer
+from gapless.impl.gd.messages import Knowledge, Nack
+from gapless.impl.inputs import Connect, Disconnect, Publish, Receive, Restart, TimerFired
+from gapless.impl.variants import resolve
+from gapless.models.durable_store import MemoryStore
+from gapless.models.faults import derive_seed
+from gapless.models.runspec import RunSpecError
+from gapless.models.workload import PublishEvent, Workload
+
+__all__ = [
+    "TOPOLOGIES",
+    "DurableBinding",
+    "DurableConfig",
+    "dur_line",
+    "dur_two",
+    "make_binding",
+]
+
+SHB_TICK: Final = "dur-tick"
+"""The SHB's timer key."""
+
+_STORAGE: Final = get_args(StorageEffect)
+
+
+@final
+@attrs.frozen(kw_only=True)
+class DurableConfig:
+    """A durable run's configuration (µs; see the module doc): ``max_retain_us`` (None:
+    infinite, early release off [DUR §3]), the pubend's ``heartbeat_us``, the SHB's
+    ``tick_us`` (reports, silences, nack retries), subscribers acknowledge every
+    ``ack_every`` SHB ticks, ``ack_mode`` (``"subscriber"`` or ``"shb"`` [DUR §5.2]), the
+    catchup and constream-recovery ``window`` (ticks per step: with ``tick_us`` it models
+    how fast an SHB catches up), at most ``answer_window`` events per nack answer, and
+    ``older_ct_percent`` of reconnections present an older CT."""
+
+    max_retain_us: int | None = None
+    heartbeat_us: int = 100_000
+    tick_us: int = 100_000
+    ack_every: int = 5
+    ack_mode: str = "subscriber"
+    window: int = 500_000
+    answer_window: int = 64
+    older_ct_percent: int = 0
+
+    def __attrs_post_init__(self) -> None:
+        if self.ack_mode not in ("subscriber", "shb"):
+            raise RunSpecError(
+                f"DurableConfig: ack_mode {self.ack_mode!r}; allowed: subscriber, shb"
+            )
+        if min(self.heartbeat_us, self.tick_us, self.ack_every) < 1:
+            raise RunSpecError("DurableConfig: heartbeat_us, tick_us, ack_every must be >= 1")
+        if not 0 <= self.older_ct_percent <= 100:
+            raise RunSpecError(
+                f"DurableConfig: older_ct_percent {self.older_ct_percent}; allowed: 0..100"
+            )
+
+
+# ------------------------------------------------------------------------------ topologies
+
+
+def _tree(name: str, shbs: tuple[str, ...], pubends: int = 4) -> nx.Graph:
+    """PHB ``phb`` (pubends ``p0``..) -> intermediate broker ``ib`` -> the SHBs; every broker
+    its own cell (the invariants read the cell tree)."""
+    tree = (("phb", "ib"), *(("ib", s) for s in shbs))
+    g = nx.Graph(
+        name=name,
+        pubends=tuple((f"p{i}", "phb") for i in range(pubends)),
+        cell_tree=tree,
+        order="publisher",
+        merged=(),
+    )
+    g.add_node("phb", role="phb", cell="phb")
+    g.add_node("ib", role="ib", cell="ib")
+    for s in shbs:
+        g.add_node(s, role="shb", cell=s)
+    for a, b in tree:
+        g.add_edge(a, b, kind="tree")
+    return g
+
+
+def dur_line() -> nx.Graph:
+    """One PHB with 4 pubends, one intermediate broker, one SHB [DUR §5.1]."""
+    return _tree("dur-line", ("shb1",))
+
+
+def dur_two() -> nx.Graph:
+    """One PHB with 4 pubends, one intermediate broker, two SHBs (the node's minimum)."""
+    return _tree("dur-two", ("shb1", "shb2"))
+
+
+def dur_two_early() -> nx.Graph:
+    """``dur-two`` whose runs default to maxRetain 2 s (early release on) and one reconnection
+    in three presenting an older CT (``graph.graph["durable_config"]``: campaign files have no
+    config table, so a topology carries these defaults; a run's config overrides them)."""
+    g = _tree("dur-two-early", ("shb1", "shb2"))
+    g.graph["durable_config"] = (("max_retain_us", 2_000_000), ("older_ct_percent", 34))
+    return g
+
+
+TOPOLOGIES: Final[dict[str, Callable[[], nx.Graph]]] = {
+    "dur-line": dur_line,
+    "dur-two": dur_two,
+    "dur-two-early": dur_two_early,
+}
+"""The durable protocol's topologies."""
+
+
+# ------------------------------------------------------------------------------ the binding
+
+
+@final
+class DurableBinding:
+    """The durable roles as the world drives them (see the module doc)."""
+
+    status_period_us = 0
+    min_repetition_us = 0
+
+    def __init__(
+        self, graph: nx.Graph, workload: Workload, config: DurableConfig, policy: DurablePolicy
+    ) -> None:
+        self.graph = graph
+        self.config = config
+        self.policy = policy
+        self.wire = wire
+        self.filters = {s.name: s.filter for s in workload.subscriptions}
+        self.roles = {n: str(d["role"]) for n, d in graph.nodes(data=True)}
+        self.pubends = tuple(p for p, _h in graph.graph["pubends"])
+        self.stores: dict[str, MemoryStore] = {}
+        #: per subscriber: its CT (what it consumed) and the CTs it acknowledged, latest last
+        self.ct: dict[str, dict[str, int]] = {}
+        self.acked: dict[str, list[dict[str, int]]] = {}
+        self.ticks: dict[str, int] = {}
+        self.reconnections: dict[str, int] = {}
+        self.mode = AckMode(config.ack_mode)
+
+    # -------------------------------------------------------------- roles
+
+    def _children(self, node: str) -> tuple[str, ...]:
+        return tuple(sorted(d for u, d in self.graph.graph["cell_tree"] if u == node))
+
+    def _parent(self, node: str) -> str:
+        return next(u for u, d in self.graph.graph["cell_tree"] if d == node)
+
+    def initial_states(self) -> dict[str, Any]:
+        out: dict[str, Any] = {}
+        c = self.config
+        for n in sorted(self.roles):
+            role = self.roles[n]
+            if role == "phb":
+                hosted = tuple(p for p, h in self.graph.graph["pubends"] if h == n)
+                out[n] = pubend_start(
+                    DurPubendConfig(
+                        node=n,
+                        pubends=hosted,
+                        children=self._children(n),
+                        max_retain=c.max_retain_us,
+                        heartbeat=c.heartbeat_us,
+                        answer_window=c.answer_window,
+                        policy=self.policy.pubend,
+                    )
+                )
+            elif role == "shb":
+                self.stores[n] = MemoryStore()
+                out[n] = shb_start(self._shb_config(n))
+            else:
+                cfg = DurNodeConfig(
+                    node=n,
+                    upstream=self._parent(n),
+                    children=self._children(n),
+                    pubends=self.pubends,
+                    policy=self.policy.node,
+                )
+                out[n] = node_start(cfg)
+        return out
+
+    def _shb_config(self, n: str) -> ShbConfig:
+        return ShbConfig(
+            shb=n,
+            upstream=self._parent(n),
+            pubends=self.pubends,
+            ack_mode=self.mode,
+            window=self.config.window,
+            policy=self.policy.shb,
+        )
+
+    def handle(self, state: Any, inp: Any, now: int) -> tuple[Any, tuple[Any, ...]]:
+        t = type(state)
+        if t is ShbState:
+            return self._shb(state, inp, now)
+        if t is DurPubendState:
+            return self._pubend(state, inp, now)
+        if type(inp) is Receive:
+            state, fx = node_on_receive(state, inp.msg, inp.sender, now)
+            return state, self._out(state.config.node, fx, None)
+        return state, ()
+
+    def crash(self, state: Any) -> Any:
+        t = type(state)
+        if t is DurPubendState:
+            return pubend_crash(state)
+        if t is DurNodeState:
+            return node_crash(state)
+        name = state.config.shb
+        store, got = self.stores[name].restart()
+        self.stores[name] = store
+        subs = [(s.name, s.number, self.filters[s.name]) for s in state.subs.values()]
+        return shb_recover(
+            state.config, subs, latest=got.tables.latest, released=got.tables.released, pfs=got.pfs
+        )
+
+    # -------------------------------------------------------------- the PHB
+
+    def _pubend(self, state: DurPubendState, inp: Any, now: int) -> tuple[Any, tuple[Any, ...]]:
+        ti = type(inp)
+        if ti is Publish:
+            state, fx = pubend_on_publish(state, inp, now)
+        elif ti is TimerFired and inp.key == HEARTBEAT:
+            state, fx = pubend_heartbeat(state, now)
+        elif ti is Receive and type(inp.msg) is Nack:
+            state, fx = pubend_on_nack(state, inp.msg, inp.sender, now)
+        elif ti is Receive and type(inp.msg) is ReleaseReport:
+            state, fx = pubend_on_release_report(state, inp.msg, now)
+        elif ti is Restart:
+            state, fx = pubend_restart(state, now)
+        elif ti is Receive:
+            why = f"pubend {state.config.node!r}: unexpected {type(inp.msg).__name__}"
+            return state, (Rejected(reason=why, input=inp.msg),)
+        else:
+            return state, ()
+        return state, self._out(state.config.node, fx, None)
+
+    # -------------------------------------------------------------- the SHB
+
+    def _shb(self, state: ShbState, inp: Any, now: int) -> tuple[Any, tuple[Any, ...]]:
+        ti = type(inp)
+        name = state.config.shb
+        if ti is Receive:
+            msg = inp.msg
+            if type(msg) is Knowledge:
+                state2, fx = on_knowledge(state, msg, now)
+            elif type(msg) is Lost:
+                state2, fx = on_lost(state, msg, now)
+            else:
+                why = f"shb {name!r}: unexpected {type(msg).__name__}"
+                return state, (Rejected(reason=why, input=msg),)
+        elif ti is Connect:
+            if inp.connection == 0 and inp.subscriber not in state.subs:
+                sub = Subscribe(subscriber=inp.subscriber, filter=inp.filter, connection=0)
+                state2, fx = on_subscribe(state, sub, now)
+            else:
+                state2, fx = on_connect(state, inp, now)
+        elif ti is Disconnect:
+            state2, fx = on_disconnect(state, inp, now)
+        elif ti is TimerFired and inp.key == SHB_TICK:
+            return self._shb_tick(state, now)
+        elif ti is Restart:
+            return state, (SetTimer(key=SHB_TICK, at=now + self.config.tick_us),)
+        else:
+            return state, ()
+        return state2, self._out(name, fx, state2)
+
+    def _shb_tick(self, state: ShbState, now: int) -> tuple[Any, tuple[Any, ...]]:
+        """Report, silences, nack retries; then every ``ack_every`` ticks each connected
+        subscriber acknowledges what it consumed [DUR §2]."""
+        name = state.config.shb
+        state, fx = on_tick(state, Tick(), now)
+        out = list(self._out(name, _in_name_order(fx), state))
+        n = self.ticks.get(name, 0) + 1
+        self.ticks[name] = n
+        if n % self.config.ack_every == 0:
+            client = self.policy.client
+            for sub in sorted(state.sessions):
+                ct = {p: client.ack(t) for p, t in sorted(self.ct.get(sub, {}).items())}
+                if not ct:
+                    continue
+                self.acked.setdefault(sub, []).append(dict(ct))
+                del self.acked[sub][:-3]
+                ack = Ack(subscriber=sub, ct=CheckpointToken.of(ct))
+                state, fx = on_ack(state, ack, now)
+                out.extend(self._out(name, fx, state))
+                state, fx = self.policy.catchup_ack.after_ack(state, sub)
+                out.extend(self._out(name, fx, state))
+        out.append(SetTimer(key=SHB_TICK, at=now + self.config.tick_us))
+        return state, tuple(out)
+
+    # -------------------------------------------------------------- effects
+
+    def _out(self, node: str, fx: tuple[Any, ...], shb: ShbState | None) -> tuple[Any, ...]:
+        """Carry out storage effects in the node's store; turn ``Emit`` records into what the
+        world records (module doc); pass the rest through."""
+        out: list[Any] = []
+        for e in fx:
+            if type(e) is Emit:
+                out.append(self._observable(node, e, shb))
+            elif isinstance(e, _STORAGE):
+                self.stores[node].apply([e])
+            else:
+                out.append(e)
+        return tuple(out)
+
+    def _observable(self, node: str, e: Emit, shb: ShbState | None) -> Any:
+        d = e.detail
+        if e.kind == "dur_message":
+            m = d.message
+            got = self.ct.setdefault(d.subscriber, {})
+            got[m.pubend] = m.t
+            sess = shb.sessions.get(d.subscriber) if shb is not None else None
+            kind = (
+                "event"
+                if type(m) is EventMessage
+                else "gap"
+                if type(m) is GapMessage
+                else "silence"
+            )
+            return Deliver(
+                subscriber=d.subscriber,
+                pubend=m.pubend,
+                tick=m.t,
+                payload=d,
+                connection=0 if sess is None else sess.connection,
+                kind=kind,
+            )
+        if e.kind in ("dur_join", "dur_connect"):
+            self.ct[d.subscriber] = d.ct.as_dict()
+        key: tuple[Any, ...] = ("dur", e.kind)
+        if type(d) is DurEvent:
+            key = ("dur", e.kind, d.pubend, d.tick)
+        return Persist(key=key, value=d, delay=0)
+
+    # -------------------------------------------------------------- seams and decoders
+
+    def publish_input(self, event: PublishEvent) -> Publish:
+        return Publish(pubend=event.pubend, attributes=event.attributes, size=event.size)
+
+    def logged(self, persist: Persist) -> tuple[str, int, Mapping[str, Any]] | None:
+        d = persist.value
+        if type(d) is DurEvent:
+            return d.pubend, d.tick, d.attributes
+        return None
+
+    def payload_attributes(self, payload: Any) -> Mapping[str, Any] | None:
+        if type(payload) is DurMessage and type(payload.message) is EventMessage:
+            attrs_: Mapping[str, Any] | None = payload.message.attributes
+            return attrs_
+        return None
+
+    def durable(self, persist: Persist) -> str | None:
+        return "log" if type(persist.value) is DurEvent else None
+
+    def resume_token(self, subscriber: str, consumed: dict[str, int]) -> Any:
+        """The CT a reconnecting subscriber presents (module doc); None in ack mode ``shb``."""
+        if self.mode is AckMode.SHB:
+            return None
+        ct = self.ct.get(subscriber, {})
+        acked = self.acked.get(subscriber, [])
+        n = self.reconnections[subscriber] = self.reconnections.get(subscriber, 0) + 1
+        draw = derive_seed(subscriber, n, "older-ct") % 100
+        if len(acked) >= 2 and draw < self.config.older_ct_percent:
+            ct = acked[-2]
+        return CheckpointToken.of(ct)
+
+
+def _about_pubend(e: Any) -> bool:
+    t = type(e)
+    if t is Send:
+        return type(e.msg) is ReleaseReport or type(e.msg) is Nack
+    return t is Emit and e.kind == "dur_report"
+
+
+def _silence(e: Any) -> bool:
+    return type(e) is Emit and e.kind == "dur_message" and type(e.detail.message) is SilenceMessage
+
+
+def _in_name_order(fx: tuple[Any, ...]) -> tuple[Any, ...]:
+    """``on_tick``'s effects with its per-pubend reports and nacks, then its per-subscriber
+    silences, in name order. The SHB produces them in the order of its hash maps (pubend ->
+    view, subscriber -> session), which depends on ``PYTHONHASHSEED``; each pubend's and each
+    subscriber's own effects keep their order (a stable sort), and effects about different
+    pubends or subscribers are independent, so this changes no outcome, only makes the digest
+    the same in every process."""
+    i = 0
+    while i < len(fx) and _about_pubend(fx[i]):
+        i += 1
+    j = i
+    while j < len(fx) and _silence(fx[j]):
+        j += 1
+    head = sorted(fx[:i], key=lambda e: e.msg.pubend if type(e) is Send else e.detail.pubend)
+    silences = sorted(fx[i:j], key=lambda e: e.detail.subscriber)
+    return (*head, *silences, *fx[j:])
+
+
+def make_binding(spec: Any, graph: nx.Graph, workload: Workload) -> DurableBinding:
+    """The binding of ``spec`` (a ``RunSpec``): its variant's policy, its config overrides
+    (over the topology's defaults, if it carries any)."""
+    given = {**dict(graph.graph.get("durable_config", ())), **dict(spec.config)}
+    try:
+        config = DurableConfig(**given)
+    except TypeError as exc:
+        fields = ", ".join(a.name for a in attrs.fields(DurableConfig))
+        raise RunSpecError(f"RunSpec.config: {exc}; allowed keys: {fields}") from exc
+    policy = resolve("durable", spec.variant, PAPER_POLICY, VARIANTS)
+    return DurableBinding(graph, workload, config, policy)
