@@ -42,7 +42,7 @@ import attrs
 import networkx as nx
 
 from gapless.impl.durable.ct import CheckpointToken
-from gapless.impl.durable.messages import EventMessage, GapMessage, SilenceMessage
+from gapless.impl.durable.messages import EventMessage, GapMessage
 from gapless.impl.durable.node import (
     DurNodeConfig,
     DurNodeState,
@@ -86,7 +86,7 @@ from gapless.impl.durable.shb import (
 from gapless.impl.durable.storage import StorageEffect
 from gapless.impl.durable.variants import VARIANTS
 from gapless.impl.durable.wire import wire
-from gapless.impl.effects import Deliver, Persist, Rejected, Send, SetTimer
+from gapless.impl.effects import Deliver, Persist, Rejected, SetTimer
 from gapless.impl.gd.messages import Knowledge, Nack
 from gapless.impl.inputs import Connect, Disconnect, Publish, Receive, Restart, TimerFired
 from gapless.impl.variants import resolve
@@ -352,7 +352,7 @@ class DurableBinding:
         subscriber acknowledges what it consumed [DUR §2]."""
         name = state.config.shb
         state, fx = on_tick(state, Tick(), now)
-        out = list(self._out(name, _in_name_order(fx), state))
+        out = list(self._out(name, fx, state))
         n = self.ticks.get(name, 0) + 1
         self.ticks[name] = n
         if n % self.config.ack_every == 0:
@@ -446,35 +446,6 @@ class DurableBinding:
         if len(acked) >= 2 and draw < self.config.older_ct_percent:
             ct = acked[-2]
         return CheckpointToken.of(ct)
-
-
-def _about_pubend(e: Any) -> bool:
-    t = type(e)
-    if t is Send:
-        return type(e.msg) is ReleaseReport or type(e.msg) is Nack
-    return t is Emit and e.kind == "dur_report"
-
-
-def _silence(e: Any) -> bool:
-    return type(e) is Emit and e.kind == "dur_message" and type(e.detail.message) is SilenceMessage
-
-
-def _in_name_order(fx: tuple[Any, ...]) -> tuple[Any, ...]:
-    """``on_tick``'s effects with its per-pubend reports and nacks, then its per-subscriber
-    silences, in name order. The SHB produces them in the order of its hash maps (pubend ->
-    view, subscriber -> session), which depends on ``PYTHONHASHSEED``; each pubend's and each
-    subscriber's own effects keep their order (a stable sort), and effects about different
-    pubends or subscribers are independent, so this changes no outcome, only makes the digest
-    the same in every process."""
-    i = 0
-    while i < len(fx) and _about_pubend(fx[i]):
-        i += 1
-    j = i
-    while j < len(fx) and _silence(fx[j]):
-        j += 1
-    head = sorted(fx[:i], key=lambda e: e.msg.pubend if type(e) is Send else e.detail.pubend)
-    silences = sorted(fx[i:j], key=lambda e: e.detail.subscriber)
-    return (*head, *silences, *fx[j:])
 
 
 def make_binding(spec: Any, graph: nx.Graph, workload: Workload) -> DurableBinding:

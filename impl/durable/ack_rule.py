@@ -15,7 +15,7 @@ from typing import Any, final
 import attrs
 
 from gapless.impl.durable.release import shb_acknowledge
-from gapless.impl.durable.shb import NO_FLOOR, ShbState
+from gapless.impl.durable.shb import ShbState
 from gapless.impl.durable.storage import Flush, PutReleased
 
 __all__ = ["CatchupAckRule"]
@@ -42,8 +42,7 @@ class CatchupAckRule:
             rel, _rej = shb_acknowledge(view.release, sub, ld)
             if rel is view.release:
                 continue
-            floor = min((r.released for r in rel.records.values() if r.active), default=NO_FLOOR)
-            views = views.set(p, attrs.evolve(view, release=rel, floor=floor))
+            views = views.set(p, attrs.evolve(view, release=rel))  # its kept minimum follows
             effects.append(PutReleased(subscriber=state.subs[sub].number, pubend=p, timestamp=ld))
         if not effects:
             return state, ()

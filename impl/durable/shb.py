@@ -466,7 +466,8 @@ def on_tick(state: ShbState, inp: Tick, now: int) -> tuple[ShbState, Effects]:
             effects.extend(fx)
     views = state.views
     window = state.config.window
-    for p, view in state.views.items():
+    for p in state.config.pubends:  # in configured order: a hash map's order would make
+        view = state.views[p]  # the effects depend on PYTHONHASHSEED
         rel, rep = shb_send_report(view.release)
         views = views.set(p, attrs.evolve(view, release=rel))
         effects.append(Send(to=state.config.upstream, msg=rep))
@@ -483,7 +484,8 @@ def on_tick(state: ShbState, inp: Tick, now: int) -> tuple[ShbState, Effects]:
     puts, unregister = activations(state, attrs.evolve(state, views=views))
     effects.extend(puts)
     sessions = state.sessions
-    for name, sess in state.sessions.items():
+    for name in sorted(state.sessions):  # by name, for the same reason
+        sess = state.sessions[name]
         pos = sess.position
         for p in state.config.pubends:  # a silence to whom matched nothing lately [DUR §4.1]
             ld = views[p].release.latest_delivered
