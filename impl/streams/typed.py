@@ -239,7 +239,9 @@ class KnowledgeStream(_RunStream[Knowledge]):
 
     def final_run_end(self, tick: int) -> int | None:
         """The last tick of the run of F ticks holding ``tick``; None when ``tick`` is not F."""
-        t = _tick("KnowledgeStream.final_run_end", "tick", tick)
+        if type(tick) is not int or tick < 0:  # checked inline: asked on every publish
+            _tick("KnowledgeStream.final_run_end", "tick", tick)
+        t = tick
         if t < self._p:
             return self._p - 1
         s = self._s
