@@ -307,6 +307,8 @@ class KnowledgeStream(_RunStream[Knowledge]):
         if b1 <= p:
             return self
         s, v = self._s, self._v
+        if len(s) == 1:  # only the bottom tail: the prefix moves (an SHB delivering in order)
+            return self._make(b1, (b1,), v)
         j = bisect_right(s, t) - 1  # the run holding upto
         for k in range(j + 1):
             if v[k].kind is _KE:
