@@ -133,9 +133,13 @@ class CellLedger:
             if t < 0:
                 raise InvalidTick(f"CellLedger.filter_tick: {t!r}; allowed: an int >= 0")
             return self
-        if R.contains(self.filtered, t):
+        filtered = self.filtered
+        if not filtered or filtered[-1][1] < t - 1:
+            # in order, past every filtered tick: a new run at the end, no search
+            return _copy(self, filtered=filtered + ((t, t),))  # noqa: RUF005 (one copy)
+        if R.contains(filtered, t):
             return self
-        return _copy(self, filtered=R.add(self.filtered, t, t))
+        return _copy(self, filtered=R.add(filtered, t, t))
 
     def want(self, broker: str, ticks: R.TickSet) -> CellLedger:
         """``broker`` of this cell nacked ``ticks`` that could not be satisfied: they are C for
@@ -268,7 +272,11 @@ class CuriosityLedger:
 
     def any_broker_curious(self) -> bool:
         """Whether some downstream broker has a C tick in some cell."""
-        return any(c.curious for c in self.cells)
+        # a loop, not any() over a generator: this is asked on every in-order publish
+        for c in self.cells:  # noqa: SIM110
+            if c.curious:
+                return True
+        return False
 
     def curious_ticks(self) -> R.TickSet:
         """The upstream C ticks."""

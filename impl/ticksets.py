@@ -136,7 +136,7 @@ def add(s: TickSet, lo: int, hi: int) -> TickSet:
     if lo > hi:
         return s
     if not s or lo > s[-1][1] + 1:
-        return (*s, (lo, hi))
+        return s + ((lo, hi),)  # noqa: RUF005 (one copy; the unpacking copies twice)
     if contains_range(s, lo, hi):
         return s
     return normalize((*s, (lo, hi)))

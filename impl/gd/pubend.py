@@ -274,18 +274,20 @@ def fast_policy(config: GDConfig, pol: GDPolicy) -> bool:
 def publish_in_order(
     state: PHBState, p: str, t: int, d: Data, pend: Rows, step: Step
 ) -> PHBState | None:
-    """:func:`on_persisted` in the common case — the logged tick is above the acknowledged
-    prefix and not D yet (what :func:`_publish_logged` requires too; F pre-assigned by later
-    publications may lie above it) and no downstream broker is curious — with the same
-    effects, state and
-    coverage labels as the general rules (:func:`_publish_logged`,
-    :func:`gapless.impl.gd.forwarding.forward`), in one pass over the downstream cells and one
-    copy of the stream [GD §2.2, §3.1]. ``None``: not this case (the caller applies the
-    general rules); then nothing was emitted."""
+    """:func:`on_persisted` in the common case — the logged tick is still Q here (above the
+    acknowledged prefix and not D yet, which :func:`_publish_logged` requires too; F
+    pre-assigned by later publications may lie above it) and no downstream broker is
+    curious — with the same effects, state and coverage labels as the general rules
+    (:func:`_publish_logged`, :func:`gapless.impl.gd.forwarding.forward`), in one pass over
+    the downstream cells and one copy of the stream (:meth:`KnowledgeStream.fill`)
+    [GD §2.2, §3.1]. ``None``: not this case (the caller applies the general rules); then
+    nothing was emitted."""
     ctx = state.ctx
     s = stream(state, p)
     k = s.knowledge
-    if t <= k.fin or k.payload_at(t) is not None:
+    # the tick is D from now on, when it is Q here (pending): not D already, not acked
+    known = k.fill(t, KD(d))
+    if known is k:
         return None
     ledger = s.ledger
     if ledger.any_broker_curious():
@@ -318,16 +320,17 @@ def publish_in_order(
                         sent[(t, bracket)] = msg
                 step.out.append(Send(to=to, msg=msg))
             o = o.sent(t)
-        elif R.contains(o.filtered, t):
-            continue
         else:
             # the edge filter turns the D into F, acked at once [GD §2.4, §3.1]; first-time
-            # silence goes nowhere, as no broker is curious
-            o = o.filter_tick(t)
+            # silence goes nowhere, as no broker is curious (a tick filtered already: no news)
+            filtered = o.filter_tick(t)
+            if filtered is o:
+                continue
+            o = filtered
             labels.append(FILTERED)
             labels.append("C:N->A")
         cells = (*cells[:ci], o, *cells[ci + 1 :])
-    s = evolve(s, knowledge=k.accumulate(t, t, KD(d)), ledger=ledger.with_cells(cells))
+    s = evolve(s, knowledge=known, ledger=ledger.with_cells(cells))
     log = state.log.get(p) or PubendLog()
     log = evolve(log, entries=data_put(log.entries, d), reserved=max(log.reserved, t))
     s = grow_a_prefix(ctx, s, step)

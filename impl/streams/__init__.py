@@ -55,7 +55,9 @@ The GD roles [GD §3.1] keep one :class:`KnowledgeStream` per pubend (``Stream.k
 ``has_data``, ``finals`` / ``known`` / ``gaps`` (a window's F, non-Q and Q ticks as a
 ``gapless.impl.ticksets`` tick set), ``final_run_end``, ``accumulate`` (with two shortcuts: an
 append in the bottom tail, also public as :meth:`KnowledgeStream.append`, and a join into
-exactly one bottom run, a pubend's pending tick between silences) and ``acknowledge`` (the
+exactly one bottom run, a pubend's pending tick between silences), ``fill`` (the pubend's
+in-order publish: its logged message lands on its pending tick when that tick is still Q, else
+the stream itself, so the caller falls back to the general rules) and ``acknowledge`` (the
 acknowledged prefix grows: ``finalize(F ⊔ x)`` on every tick it covers, its runs dropped).
 Each is differentially tested against ``gapless.spec.reference_stream``.
 

@@ -297,7 +297,11 @@ class _RunStream(Generic[V]):
         if type(other) is not type(self):
             return NotImplemented
         assert isinstance(other, _RunStream)
-        return self._p == other._p and self._s == other._s and self._v == other._v
+        # identity first: an edit often keeps one of the two tuples (the roles compare a
+        # step's new state with the old one to tell an idle step)
+        s, v = self._s, self._v
+        o_s, o_v = other._s, other._v
+        return self._p == other._p and (s is o_s or s == o_s) and (v is o_v or v == o_v)
 
     def __hash__(self) -> int:
         return hash((self._NAME, self._p, self._s, self._v))
@@ -356,8 +360,8 @@ class _RunStream(Generic[V]):
         if a >= tail:
             # Fast path: the range lies in the bottom tail, where join(bottom, x) = x.
             bottom = self._BOTTOM
-            if value is bottom or value == bottom:
-                return self
+            if value is bottom or value.kind is bottom.kind:
+                return self  # the bottom is the only value of its kind
             v: tuple[Any, ...] = self._v
             if a > tail:
                 # Tuple concatenation copies once; (*s, a) would copy three times.
@@ -368,7 +372,8 @@ class _RunStream(Generic[V]):
                     return self._make(self._p, s[:-1] + (b1,), v)  # noqa: RUF005
             elif value is self._FINAL or value == self._FINAL:
                 return self._make(b1, (b1,), v)
-            return self._make(self._p, s[:-1] + (a, b1), v[:-1] + (value, bottom))  # noqa: RUF005
+            # s[-1] == a: the new run keeps that start, and the tail now starts at b1
+            return self._make(self._p, s + (b1,), v[:-1] + (value, bottom))  # noqa: RUF005
         v = self._v
         i = bisect_right(s, a) - 1
         if s[i] == a and s[i + 1] == b1:

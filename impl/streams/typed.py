@@ -239,7 +239,9 @@ class KnowledgeStream(_RunStream[Knowledge]):
 
     def final_run_end(self, tick: int) -> int | None:
         """The last tick of the run of F ticks holding ``tick``; None when ``tick`` is not F."""
-        t = _tick("KnowledgeStream.final_run_end", "tick", tick)
+        if type(tick) is not int or tick < 0:  # checked inline: asked on every publish
+            _tick("KnowledgeStream.final_run_end", "tick", tick)
+        t = tick
         if t < self._p:
             return self._p - 1
         s = self._s
@@ -259,6 +261,41 @@ class KnowledgeStream(_RunStream[Knowledge]):
             )
         return self._accumulate("KnowledgeStream.append", start, end, value)
 
+    def fill(self, tick: int, value: Knowledge) -> KnowledgeStream:
+        """Join ``value`` into the one tick ``tick`` when it holds Q, where ``Q ⊔ x = x``;
+        ``self`` when it does not (a tick of the acknowledged prefix, or one already known):
+        a pubend's logged message landing on its pending tick [GD §2.2], which the caller
+        tells apart from "already known" by identity. A Q tick alone between two runs (the
+        pending tick between silences) keeps the run starts; elsewhere it is
+        :meth:`accumulate`."""
+        if type(tick) is not int or tick < 0:
+            _tick("KnowledgeStream.fill", "tick", tick)
+        if type(value) is not Knowledge:
+            raise LatticeMismatch(
+                f"KnowledgeStream.fill: {value!r} is not a knowledge value; "
+                f"allowed: {self._ALLOWED}"
+            )
+        if tick < self._p or value.kind is _KQ:
+            return self
+        s, v = self._s, self._v
+        i = bisect_right(s, tick) - 1
+        if v[i].kind is not _KQ:
+            return self
+        n = len(s) - 1
+        if i < n and s[i] == tick and s[i + 1] == tick + 1:
+            before = v[i - 1] if i else F
+            after = v[i + 1]
+            if not (
+                before is value
+                or after is value
+                or (before.kind is value.kind and before == value)
+                or (after.kind is value.kind and after == value)
+            ):
+                vs = list(v)
+                vs[i] = value
+                return self._make(self._p, s, tuple(vs))
+        return self._accumulate("KnowledgeStream.fill", tick, tick, value)
+
     def acknowledge(self, upto: int) -> KnowledgeStream:
         """Ticks ``0..upto`` are acknowledged [GD §2.1.1]: F is joined into each and the
         automatic lowering applied (``finalize(F ⊔ x)``: Q, L, F, D(a), D*(a), S all become
@@ -270,6 +307,8 @@ class KnowledgeStream(_RunStream[Knowledge]):
         if b1 <= p:
             return self
         s, v = self._s, self._v
+        if len(s) == 1:  # only the bottom tail: the prefix moves (an SHB delivering in order)
+            return self._make(b1, (b1,), v)
         j = bisect_right(s, t) - 1  # the run holding upto
         for k in range(j + 1):
             if v[k].kind is _KE:

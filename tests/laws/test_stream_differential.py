@@ -176,6 +176,7 @@ k_ops = st.one_of(
     st.tuples(st.just("acknowledge"), st.integers(0, COARSE - 1)),
     st.tuples(st.just("fill_gap"), st.integers(0, 3), knowledge_values),
     st.tuples(st.just("append"), st.integers(0, 3), st.integers(0, 3), knowledge_values),
+    st.tuples(st.just("fill"), st.integers(0, COARSE - 1), st.booleans(), knowledge_values),
     st.tuples(
         st.just("in_order"), st.integers(0, 2), st.sampled_from(["a", "b"]), st.integers(0, 1)
     ),
@@ -186,7 +187,7 @@ def apply_k(
     impl: KnowledgeStream, ref: ReferenceStream[Knowledge], op: tuple[Any, ...], blk: Blocks
 ) -> tuple[KnowledgeStream, ReferenceStream[Knowledge]]:
     name = op[0]
-    if name in ("acknowledge", "append", "in_order", "fill_gap"):
+    if name in ("acknowledge", "append", "in_order", "fill_gap", "fill"):
         return apply_role_op(impl, ref, op, blk)
     if name == "message":
         # A GD §3.1 data message: F over [0, t-1], D(a) at t; then the automatic lowering.
@@ -224,6 +225,18 @@ def apply_role_op(
             return impl, ref
         a, b = gaps[op[1] % len(gaps)]
         return impl.accumulate(blk.first(a), blk.last(b), op[2]), ref.accumulate(a, b, op[2], _join)
+    if name == "fill":
+        # one tick takes a value if it is Q (a pubend's logged message landing on its pending
+        # tick [GD §2.2]), else nothing changes; only one-tick blocks, so the impl stays the
+        # reference blown up. With op[2], a Q tick is chosen when there is one.
+        single = [c for c in range(COARSE) if blk.first(c) == blk.last(c)]
+        pool = [c for c in single if ref.value(c) == Q] if op[2] else []
+        pool = pool or single
+        if not pool:
+            return impl, ref
+        c = pool[op[1] % len(pool)]
+        want = ref.accumulate(c, c, op[3], _join) if ref.value(c) == Q else ref
+        return impl.fill(blk.first(c), op[3]), want
     if name == "append":
         # accumulate in the bottom tail (the tail-append shortcut), right at the extent or
         # past it; ranges beyond the reference ticks are not drawn

@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 
 from gapless.impl.curiosity import A, C
-from gapless.impl.errors import InvalidRange, InvalidTick
+from gapless.impl.errors import InvalidRange, InvalidTick, LatticeMismatch
 from gapless.impl.knowledge import D, F
 from gapless.impl.streams import CuriosityStream, KnowledgeStream, PairedStream
 
@@ -34,6 +34,7 @@ ONE_TICK: list[tuple[str, Callable[[Any], object], str]] = [
     ("KnowledgeStream.payload_at", lambda t: K.payload_at(t), "tick"),
     ("KnowledgeStream.final_run_end", lambda t: K.final_run_end(t), "tick"),
     ("KnowledgeStream.acknowledge", lambda t: K.acknowledge(t), "upto"),
+    ("KnowledgeStream.fill", lambda t: K.fill(t, D("x")), "tick"),
     ("KnowledgeStream.data", lambda t: K.data(t), "lo"),
     ("KnowledgeStream.has_data", lambda t: K.has_data(t), "lo"),
     ("KnowledgeStream.finals", lambda t: K.finals(t), "lo"),
@@ -94,3 +95,16 @@ def test_gaps_needs_an_upper_bound() -> None:
     text = NOT_A_TICK.format(op="KnowledgeStream.gaps", name="end", t=None)
     with pytest.raises(InvalidTick, match="^" + re.escape(text) + "$"):
         K.gaps(0, None)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("bad", [None, "D", C, 3])
+def test_fill_refuses_what_is_not_knowledge(bad: object) -> None:
+    """``fill`` takes a knowledge value; anything else (a curiosity value too) is refused with
+    the operation's name and what is allowed, before any tick is looked at."""
+    text = (
+        f"KnowledgeStream.fill: {bad!r} is not a knowledge value; "
+        "allowed: Q, L, D(a), D*(a), F, S, E"
+    )
+    for tick in (0, 5, 6, 100):
+        with pytest.raises(LatticeMismatch, match="^" + re.escape(text) + "$"):
+            K.fill(tick, bad)  # type: ignore[arg-type]

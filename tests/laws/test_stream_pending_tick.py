@@ -18,7 +18,7 @@ from itertools import product
 import pytest
 from test_stream_differential import KNOWLEDGE_VALUES, Blocks, _join, _ref_k, check_stream
 
-from gapless.impl.knowledge import F, Kind, Knowledge, Q, finalize
+from gapless.impl.knowledge import D, F, Kind, Knowledge, Q, finalize
 from gapless.impl.streams import KnowledgeStream
 
 UNIT = Blocks([1] * 40)
@@ -61,3 +61,37 @@ def test_acknowledging_every_two_run_prefix(first: Knowledge) -> None:
         check_stream(got, want, UNIT, knowledge=True)
         if want == ref:
             assert got is s, (first, second, upto)
+
+
+@pytest.mark.parametrize("before", AROUND, ids=repr)
+def test_filling_a_pending_tick_between_two_runs(before: Knowledge) -> None:
+    """``fill`` (the in-order publish [GD §2.2]) on the same streams: the tick is Q, so it is
+    ``accumulate`` of that one tick, by the reference — the shortcut that keeps the run
+    starts, and the neighbours equal to the value joined that it hands to ``accumulate``."""
+    for after, value, start in product(AROUND, JOINED, (0, 1)):
+        s = KnowledgeStream().accumulate(start, 1, before).accumulate(3, 4, after)
+        ref = _ref_k().accumulate(start, 1, before, _join).accumulate(3, 4, after, _join)
+        got = s.fill(2, value)
+        want = ref.accumulate(2, 2, value, _join)
+        check_stream(got, want, UNIT, knowledge=True)
+        if want == ref:
+            assert got is s, (before, after, value, start)
+        elif value != before and value != after:
+            # the shortcut: the run starts stay the same tuple
+            assert got._s is s._s, (before, after, value, start)
+
+
+@pytest.mark.parametrize("value", JOINED, ids=repr)
+def test_filling_elsewhere(value: Knowledge) -> None:
+    """``fill`` of a tick that is not Q (known, or in the acknowledged prefix) is the stream
+    itself; of a Q tick in a longer Q run, or in the bottom tail, it is ``accumulate``."""
+    s = KnowledgeStream().accumulate(0, 1, F).accumulate(3, 3, value).accumulate(6, 7, value)
+    ref = _ref_k().accumulate(0, 1, F, _join).accumulate(3, 3, value, _join)
+    ref = ref.accumulate(6, 7, value, _join)
+    for t in range(12):
+        other = D("z")
+        want = ref.accumulate(t, t, other, _join) if ref.value(t) == Q else ref
+        got = s.fill(t, other)
+        check_stream(got, want, UNIT, knowledge=True)
+        if want == ref:
+            assert got is s, t
