@@ -26,7 +26,10 @@ Theory of operation
   acknowledgements between system storages (:mod:`gapless.impl.ges.syslink`), and
   ``storage_joins = "n3@1.5"`` adds cluster storage n3 while the run goes, 1.5 s in (at
   ``cluster`` granularity: until then no system storage knows it; it retrieves what it lacks,
-  epochs kept);
+  epochs kept); ``may_disconnect`` — a client whose connection presented another profile
+  than its previous one waits, before a ``disconnect`` fault may take it away, until every
+  storage's ``HandoffAck`` reached its node: its epoch notification [GES "Epochs"] (the
+  run's config key ``notification_wait = false`` lets it leave at once);
   ``message_cost`` — an event message's service
   time and bytes for the world's optional capacity model (``ges-latency``); ``durable`` —
   which write makes what durable (``outbox``, ``log``, ``registration``, ``release``, and
