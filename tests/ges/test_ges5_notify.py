@@ -7,6 +7,7 @@ judges it from the trace; the planted bug is the client that does not wait (run 
 
 from __future__ import annotations
 
+import random
 from functools import cache
 from pathlib import Path
 
@@ -149,3 +150,31 @@ def test_a_bad_notification_wait_value_is_named() -> None:
     graph = GES_TOPOLOGIES["ges-small"]()
     with pytest.raises(RunSpecError, match="notification_wait"):
         make_binding(s, graph, generate_workload(s.workload, graph, duration_us=1, seed=0))
+
+
+def _paired_disconnects(seed: int) -> tuple[object, ...]:
+    """Twenty roams, each followed within 8 ms of the client's return by another disconnect
+    (often before its notification came)."""
+    rng = random.Random(seed)
+    subs = [f"n{i}.u{j}" for i in range(1, 9) for j in range(2)]
+    events = []
+    for k in range(20):
+        at, dur, c = rng.uniform(0.05, 2.6), rng.choice([0.003, 0.01, 0.05, 0.2]), rng.choice(subs)
+        events.append(fault("disconnect", at, dur, c, 2 * k + 1))
+        again = at + dur + rng.uniform(0.0001, 0.008)
+        events.append(fault("disconnect", again, rng.choice([0.001, 0.01, 0.1]), c, 2 * k + 2))
+    return tuple(sorted(events, key=lambda e: e.at_us))
+
+
+def test_held_disconnects_with_the_finer_tier_and_system_links_stay_correct() -> None:
+    config = (("granularity", "cluster"), ("system_links", True))
+    out = run("none", _paired_disconnects(107), record=True, config=config)  # type: ignore[arg-type]
+    assert out.verdict == "pass", out.explanation
+    started: dict[str, int] = {}
+    held = 0
+    for r in out.trace or ():
+        if r.kind == "fault" and r.detail.kind == "disconnect" and r.detail.phase == "start":
+            started[r.detail.target] = r.time
+        elif r.kind == "disconnect":
+            held += r.time > started.pop(r.detail.subscriber, r.time)
+    assert held >= 3
