@@ -52,6 +52,14 @@ Invariants (:data:`INVARIANTS`):
   numbers let system storages "conjecture the events that they should have received"]; at the
   end, within the fault budget, every number sent on a pair is held (judged with
   ``roam_complete``).
+* ``notified_before_leaving`` — when clients wait for their epoch notification (the run's
+  ``notification_wait``, on by default), a client whose connection presented another profile
+  than its previous one leaves (a ``disconnect`` while its node is up) only after every
+  storage's ``HandoffAck`` for that connection reached its node: sent over the last hop into
+  it, or answered by a storage at that node itself (its completed ``registration`` write of
+  that connection) [GES "Epochs", "Profiles and the profile graph": the client waits for the
+  epoch notification of its profile change]. It reads sends, not arrivals (the world does not
+  record arrivals): a client that left while the last hop was in flight is not caught.
 """
 
 from __future__ import annotations
@@ -80,6 +88,7 @@ INVARIANTS: Final = (
     "reference_counts",
     "release_after_confirm",
     "system_sequence",
+    "notified_before_leaving",
 )
 SAFETY: Final = tuple(n for n in INVARIANTS if n != "roam_complete")
 
@@ -96,6 +105,10 @@ class GESContext:
     matches: Callable[[str, Any], bool]
     logged: Callable[[Persist], tuple[str, int, Mapping[str, Any]] | None]
     durable: Callable[[Persist], str | None]
+    waits: bool = False
+    """Whether a client that changed its profile waits for its notification before leaving."""
+    storages: tuple[str, ...] = ()
+    """The system storages a handoff goes to (empty: those of ``storage_of_pubend``)."""
 
 
 class GESChecker:
@@ -131,6 +144,12 @@ class GESChecker:
         """(peer, origin, epoch) of every completed ``sysin`` write."""
         self.sys_sent: dict[tuple[str, str], int] = {}
         """(peer, origin) -> the highest sequence number the origin sent on that pair."""
+        self.connection: dict[str, tuple[int, str]] = {}
+        """Each client's current connection number and node."""
+        self.presented: dict[tuple[str, int], str] = {}
+        """(client, connection) -> the profile it presented."""
+        self.notified: set[tuple[str, int, str]] = set()
+        """(client, connection, storage) of every ``HandoffAck`` that reached the client's node."""
 
     # ------------------------------------------------------------ plumbing
 
@@ -175,11 +194,14 @@ class GESChecker:
             d = r.detail
             self.published.setdefault((d.pubend, d.attributes), r.time)
         elif k == "connect":
-            self.connected[r.detail.subscriber] = True
-            where = (r.node, r.detail.filter)
-            self.connected_at.setdefault(r.detail.subscriber, set()).add(where)
+            c = r.detail.subscriber
+            self.connected[c] = True
+            self.connected_at.setdefault(c, set()).add((r.node, r.detail.filter))
+            self.connection[c] = (r.detail.connection, r.node)
+            self.presented[(c, r.detail.connection)] = r.detail.filter
         elif k == "disconnect":
             self.connected[r.detail.subscriber] = False
+            self._leaving(r)
         elif k == "fault":
             self._fault(r.detail, r.time)
         return self.violation is not None
@@ -221,6 +243,8 @@ class GESChecker:
         to = r.detail.to
         if self._is_down(r.node, to) and r.time > self.changed_at:
             self._flag("avoid_suspected", r.node, f"sent {w.kind} to {to} over a down link", r)
+        if w.kind == "handoff_ack" and w.connection is not None:
+            self._reached(w.client, w.connection, w.storage, to)
         if w.kind == "sys_forward" and w.seq is not None:
             pair = (w.unit, w.storage)
             self.sys_sent[pair] = max(self.sys_sent.get(pair, 0), w.seq)
@@ -258,6 +282,27 @@ class GESChecker:
         if self.ctx.matches(self.profile_at(c, storage, epoch), attributes):
             return True
         return any(node == dest and self.ctx.matches(p, attributes) for node, p in where)
+
+    # ------------------------------------------------------------ notifications
+
+    def _reached(self, client: str, connection: int, storage: str, node: str) -> None:
+        if self.connection.get(client) == (connection, node):
+            self.notified.add((client, connection, storage))
+
+    def _leaving(self, r: TraceRecord) -> None:
+        c = r.detail.subscriber
+        got = self.connection.get(c)
+        if not self.ctx.waits or got is None or got[0] == 0 or r.node in self.dead:
+            return
+        n = got[0]
+        if self.presented.get((c, n)) == self.presented.get((c, n - 1)):
+            return
+        storages = self.ctx.storages or tuple(sorted(set(self.ctx.storage_of_pubend.values())))
+        lacking = [s for s in storages if (c, n, s) not in self.notified]
+        if lacking:
+            msg = f"left connection {n} (a profile change) before the epoch notification of "
+            msg += f"storage {lacking[0]}"
+            self._flag("notified_before_leaving", c, msg, r)
 
     # ------------------------------------------------------------ faults
 
@@ -331,6 +376,8 @@ class GESChecker:
         self.sysin.add((r.node, origin, epoch))
 
     def _registration(self, r: TraceRecord, reg: Registration) -> None:
+        if r.node == reg.record.broker:  # the storage answers the client's node itself
+            self._reached(reg.client, reg.record.connection, reg.storage, r.node)
         regs = self.registered.setdefault(reg.storage, {})
         key = (reg.client, reg.storage)
         self.start.setdefault(key, reg.record.start)

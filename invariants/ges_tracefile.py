@@ -236,6 +236,8 @@ def write_ges_trace(
             "profiles": dict(sorted(ctx.profiles.items())),
             "storage_of_pubend": dict(sorted(ctx.storage_of_pubend.items())),
             "links": [list(x) for x in ctx.links],
+            "waits": ctx.waits,
+            "storages": list(ctx.storages),
         },
         "live_end": live_end,
         "meta": dict(meta or {}),
@@ -485,6 +487,8 @@ def _context_in(ln: _Line, c: Any, matches: Callable[[str, Any], bool]) -> GESCo
         matches=matches,
         logged=_logged,
         durable=_durable,
+        waits=ln.get(c, "waits", bool) if "waits" in c else False,
+        storages=tuple(str(x) for x in (ln.get(c, "storages", list) if "storages" in c else ())),
     )
 
 

@@ -71,6 +71,10 @@ class Binding(Protocol):
     # * ``resume_token(subscriber, consumed) -> Any``: the token a (re)connecting subscriber
     #   presents in ``Connect.resume``, from ``consumed`` (pubend -> highest tick delivered to
     #   it so far) — durable subscriptions' checkpoint token CT(s) [DUR §2].
+    # * ``may_disconnect(subscriber, state) -> bool``: whether the subscriber may leave now,
+    #   given the role state of the broker it is attached to; a ``disconnect`` fault of one
+    #   that may not is held until a step of that broker lets it (a client that waits for a
+    #   notification before it disconnects, e.g. GES's epoch notification).
     # * ``durable(persist) -> str | None``: what a ``Persist`` makes durable once it completes
     #   (e.g. ``"log"``, ``"checkpoint"``, ``"release"``), None for a write the invariants need
     #   not know. Every ``Persist`` completes ``delay`` µs later unless its node crashes

@@ -26,7 +26,10 @@ Theory of operation
   acknowledgements between system storages (:mod:`gapless.impl.ges.syslink`), and
   ``storage_joins = "n3@1.5"`` adds cluster storage n3 while the run goes, 1.5 s in (at
   ``cluster`` granularity: until then no system storage knows it; it retrieves what it lacks,
-  epochs kept);
+  epochs kept); ``may_disconnect`` — a client whose connection presented another profile
+  than its previous one waits, before a ``disconnect`` fault may take it away, until every
+  storage's ``HandoffAck`` reached its node: its epoch notification [GES "Epochs"] (the
+  run's config key ``notification_wait = false`` lets it leave at once);
   ``message_cost`` — an event message's service
   time and bytes for the world's optional capacity model (``ges-latency``); ``durable`` —
   which write makes what durable (``outbox``, ``log``, ``registration``, ``release``, and
@@ -56,6 +59,7 @@ from gapless.impl.errors import ProtocolMisuse
 from gapless.impl.ges.addressing import Hierarchy
 from gapless.impl.ges.config import GESConfig, Network
 from gapless.impl.ges.messages import EventMsg, Routed, Store, wire
+from gapless.impl.ges.session import notified
 from gapless.impl.ges.variants import VARIANTS
 from gapless.impl.inputs import Publish
 from gapless.impl.variants import resolve
@@ -167,6 +171,7 @@ class GESBinding:
         policy: Any,
         *,
         profile_changes: bool = True,
+        notification_wait: bool = True,
         granularity: str = GRANULARITIES[0],
         system_links: bool = False,
         joins: Mapping[str, int] | None = None,
@@ -180,6 +185,7 @@ class GESBinding:
         self.home = {s.name: s.shb for s in workload.subscriptions}
         self.filters = {s.name: s.filter for s in workload.subscriptions}
         self.menu = tuple(sorted(set(self.filters.values()))) if profile_changes else ()
+        self.notification_wait = notification_wait
         hosts = dict(graph.graph["pubends"])
         self.storage_of_pubend = {p: self.net.storage_of[h] for p, h in hosts.items()}
 
@@ -232,6 +238,26 @@ class GESBinding:
             return own
         return self.menu[(draw // 2) % len(self.menu)]
 
+    def changed_profile(self, subscriber: str, connection: int) -> bool:
+        """Whether ``subscriber`` presents another profile at ``connection`` than at the
+        connection before (a profile change, notified by every storage's answer)."""
+        if connection == 0:
+            return False
+        return self.profile(subscriber, connection) != self.profile(subscriber, connection - 1)
+
+    def may_disconnect(self, subscriber: str, state: Any) -> bool:
+        """The world's seam: a client whose connection changed its profile waits, before it
+        may disconnect, until every storage has answered its handoff — the epoch notification
+        of the change [GES "Epochs", "Profiles and the profile graph"]; it then knows where
+        its change took effect (:func:`gapless.impl.ges.session.notified`). The run config key
+        ``notification_wait = false`` lets it leave at once."""
+        sess = state.sessions.get(subscriber)
+        if not self.notification_wait or sess is None:
+            return True
+        if not self.changed_profile(subscriber, sess.connection):
+            return True
+        return notified(sess, self.net.storages)
+
     def roam(self, subscriber: str, connection: int, alive: tuple[str, ...]) -> str:
         home = self.home[subscriber]
         if connection == 0 and home in alive:
@@ -248,12 +274,14 @@ def make_binding(spec: Any, graph: nx.Graph, workload: Workload) -> GESBinding:
     """The binding of ``spec`` (a ``RunSpec``): its variant's policy, its config overrides."""
     overrides = dict(spec.config)
     changes = overrides.pop("profile_changes", True)
+    wait = overrides.pop("notification_wait", True)
     granularity = overrides.pop("granularity", GRANULARITIES[0])
     links = overrides.pop("system_links", False)
     joins = overrides.pop("storage_joins", "")
     if not isinstance(joins, str):
         raise RunSpecError(f"RunSpec.config: storage_joins = {joins!r}; expected a string")
-    for key, flag in (("profile_changes", changes), ("system_links", links)):
+    flags = (("profile_changes", changes), ("system_links", links), ("notification_wait", wait))
+    for key, flag in flags:
         if not isinstance(flag, bool):
             raise RunSpecError(f"RunSpec.config: {key} = {flag!r}; expected a bool")
     fields = [a.name for a in attrs.fields(GESConfig)]
@@ -261,7 +289,7 @@ def make_binding(spec: Any, graph: nx.Graph, workload: Workload) -> GESBinding:
     if unknown:
         raise RunSpecError(
             f"RunSpec.config: unknown key {unknown[0]!r}; allowed keys: {', '.join(fields)}, "
-            "profile_changes, granularity, system_links, storage_joins"
+            "profile_changes, granularity, system_links, storage_joins, notification_wait"
         )
     try:
         config = GESConfig(**overrides)
@@ -274,6 +302,7 @@ def make_binding(spec: Any, graph: nx.Graph, workload: Workload) -> GESBinding:
         config,
         policy,
         profile_changes=changes,
+        notification_wait=wait,
         granularity=granularity,
         system_links=links,
         joins=parse_joins(joins),

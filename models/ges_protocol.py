@@ -47,6 +47,8 @@ def check_context(
         matches=matches,
         logged=binding.logged,
         durable=binding.durable,
+        waits=bool(getattr(binding, "notification_wait", False)),
+        storages=tuple(binding.net.storages),
     )
 
 

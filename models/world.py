@@ -236,6 +236,14 @@ class World:
         self._profile: Callable[[str, int], str] | None = getattr(binding, "profile", None)
         """Optional: the profile (filter) a subscriber presents at each connection number (a
         client may change its profile when it reconnects); without it, its workload filter."""
+        self._may_disconnect: Callable[[str, Any], bool] | None = getattr(
+            binding, "may_disconnect", None
+        )
+        """Optional: whether a subscriber may leave now, given its broker's role state (a
+        client that waits for something before it disconnects); a ``disconnect`` fault of a
+        subscriber that may not is held until it may (:meth:`_leave`)."""
+        self.held: set[str] = set()
+        """Subscribers whose ``disconnect`` fault started while they could not leave yet."""
         self.consumed: dict[str, dict[str, int]] = {}
         """Per subscriber, per pubend: the highest tick delivered to it (what a client that
         keeps its own checkpoint has consumed; kept only for bindings with ``resume_token``)."""
@@ -280,6 +288,30 @@ class World:
                 self.coverage[label] = self.coverage.get(label, 0) + 1
         for eff in effects:
             self._effect(node, eff)
+        if self.held:
+            self._release_held(node.name)
+
+    def _leave(self, sub: str) -> None:
+        """A ``disconnect`` fault starts: the subscriber leaves now, or is held while the
+        binding's ``may_disconnect`` says it must wait."""
+        node, may = self.nodes[self.host[sub]], self._may_disconnect
+        if may is not None and self.connected.get(sub) and node.alive and not may(sub, node.state):
+            self.held.add(sub)
+            return
+        self._disconnect(sub)
+
+    def _release_held(self, name: str) -> None:
+        """After a step of ``name``: its held subscribers that may leave now leave (those
+        that lost their connection meanwhile, e.g. to a crash, are no longer held)."""
+        node = self.nodes[name]
+        for sub in sorted(self.held):
+            if self.host[sub] != name:
+                continue
+            if not self.connected.get(sub):
+                self.held.discard(sub)
+            elif self._may_disconnect is not None and self._may_disconnect(sub, node.state):
+                self.held.discard(sub)
+                self._disconnect(sub)
 
     def _effect(self, node: _Node, eff: Any) -> None:
         t = type(eff)
@@ -537,10 +569,11 @@ class World:
         elif k == "disconnect":
             if phase == "start":
                 self.sub_faults[tgt] = self.sub_faults.get(tgt, 0) + 1
-                self._disconnect(tgt)
+                self._leave(tgt)
             else:
                 self.sub_faults[tgt] = max(0, self.sub_faults.get(tgt, 0) - 1)
                 if not self.sub_faults[tgt]:
+                    self.held.discard(tgt)  # still waiting when the fault ended: it stays
                     self._connect(tgt)
         elif k == "partition":
             for ln in self._crossing(tgt):

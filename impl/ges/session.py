@@ -27,7 +27,7 @@ from pyrsistent import PMap, pmap
 
 from gapless.impl.ges.policy import GESPolicy
 
-__all__ = ["Decision", "Session", "offer", "start_session"]
+__all__ = ["Decision", "Session", "notified", "offer", "start_session"]
 
 Decision = tuple[str, int, str, Any]
 Buffered = tuple[int, str, PMap[str, Any]]
@@ -61,6 +61,14 @@ def start_session(client: str, profile: str, connection: int, resume: Any) -> Se
             ):
                 presented[item[0]] = item[1]
     return Session(client=client, profile=profile, connection=connection, presented=pmap(presented))
+
+
+def notified(sess: Session, storages: tuple[str, ...]) -> bool:
+    """Whether every storage in ``storages`` has answered the session's handoff: the
+    client's epoch notification, which says at which epoch its profile (changed or not) took
+    effect there [GES "Epochs"]. A client that changed its profile waits for it before it
+    may disconnect (``spec/ges.md``, "Profile changes")."""
+    return all(s in sess.last for s in storages)
 
 
 def _drain(sess: Session, storage: str, policy: GESPolicy, out: list[Decision]) -> Session:

@@ -14,7 +14,7 @@ from pyrsistent import pmap
 
 from gapless.impl.effects import Deliver, Persist
 from gapless.impl.ges.messages import GesWire, SysForward
-from gapless.impl.inputs import Persisted
+from gapless.impl.inputs import Disconnect, Persisted
 from gapless.impl.trace import Fault, Sent, TraceRecord
 from gapless.invariants.ges import INVARIANTS, GESChecker
 from gapless.models.run import run_context
@@ -165,6 +165,22 @@ def sysin_past_a_gap(trace: Trace) -> Trace:
     return _renumber(rs[: i + 1] + fake + rs[i + 1 :])
 
 
+def left_before_notification(trace: Trace) -> Trace:
+    """The first client that reconnects presenting another profile disconnects at once, before
+    any storage's ``HandoffAck`` reached its node."""
+    presented: dict[tuple[str, int], str] = {}
+    for i, r in enumerate(trace):
+        if r.kind != "connect":
+            continue
+        c, n = r.detail.subscriber, r.detail.connection
+        presented[(c, n)] = r.detail.filter
+        if n > 0 and presented.get((c, n - 1)) not in (None, r.detail.filter):
+            leave = attrs.evolve(r, kind="disconnect", detail=Disconnect(subscriber=c))
+            rs = list(trace)
+            return _renumber([*rs[: i + 1], leave, *rs[i + 1 :]])
+    raise AssertionError("no reconnection with another profile in the trace")
+
+
 MUTATIONS: dict[str, Callable[[Trace], Trace]] = {
     "roam_exactly_once": duplicate_delivery,
     "roam_order": swapped_deliveries,
@@ -174,6 +190,7 @@ MUTATIONS: dict[str, Callable[[Trace], Trace]] = {
     "reference_counts": registration_miscounted,
     "release_after_confirm": release_first,
     "system_sequence": sysin_past_a_gap,
+    "notified_before_leaving": left_before_notification,
 }
 
 
