@@ -6,9 +6,10 @@ Deterministic and cheap: a schedule is a tuple of fault events drawn from the se
 conditions, so that shrinking has events, workload and time to remove. ``work_ms`` burns
 CPU per run. If the environment variable ``GAPLESS_FAKE_LOG`` names a directory, every run
 of a seed appends a line ``<seed>`` to a file there (one file per process), so tests can see
-exactly which seeds a campaign executed. If ``GAPLESS_FAKE_HOLD`` is ``<seed>:<path>``, the run
-of that seed creates ``path`` and then waits (up to 30 s) — a test hook to interrupt a campaign
-at a known point, whatever the machine's load.
+exactly which seeds a campaign executed. If ``GAPLESS_FAKE_HOLD`` is ``<seed>:<path>``, the
+first run of that seed creates ``path``, writes its process id into it and then waits (up to
+30 s) — a test hook to interrupt a campaign, or kill the worker running it, at a known point,
+whatever the machine's load; a later run of that seed (a retry) finds ``path`` and does not wait.
 """
 
 from __future__ import annotations
@@ -52,7 +53,12 @@ def _hold(seed: int) -> None:
     at, _, path = hold.partition(":")
     if int(at) != seed:
         return
-    open(path, "w").close()
+    try:
+        fd = os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY)
+    except FileExistsError:
+        return  # a retry of the held run
+    os.write(fd, str(os.getpid()).encode())
+    os.close(fd)
     end = time.monotonic() + 30
     while time.monotonic() < end:  # a SIGINT ends this with KeyboardInterrupt
         time.sleep(0.01)
