@@ -70,6 +70,11 @@ def _ms(us: int | None) -> float:
 
 
 def _wire(wire: Any) -> str:
+    """One line for a message's wire summary in a replay timeline. GD's :class:`Wire` (and a
+    summary that reads like it, such as the durable protocol's) prints its ranges; any other
+    protocol's summary prints its ``kind`` and the fields that differ from their defaults."""
+    if not hasattr(wire, "data_ticks"):
+        return _fields_line(wire)
     parts = [wire.kind + ("(retransmitted)" if wire.retransmission else "")]
     if wire.pubend is not None:
         parts.append(f"pubend={wire.pubend}")
@@ -81,6 +86,41 @@ def _wire(wire: Any) -> str:
         parts.append("nack" + ",".join(f"[{a},{b}]" for a, b in wire.nack_ranges[:4]))
     if wire.upto is not None:
         parts.append(f"T={wire.upto}")
+    return " ".join(parts)
+
+
+_SHOWN_ITEMS: Final = 6
+"""How many items of a sequence or set field a timeline line shows before ``...``."""
+
+
+def _short(value: Any) -> str:
+    if isinstance(value, bytes):
+        return repr(value[:32] + (b"..." if len(value) > 32 else b""))
+    if isinstance(value, (tuple, list, frozenset, set)):
+        items = sorted(value, key=repr) if isinstance(value, (frozenset, set)) else list(value)
+        shown = ",".join(_short(v) for v in items[:_SHOWN_ITEMS])
+        more = ",..." if len(items) > _SHOWN_ITEMS else ""
+        return f"[{shown}{more}]"
+    return str(value)
+
+
+def _fields_line(wire: Any) -> str:
+    """``kind field=value ...`` for an attrs wire summary: the fields that differ from their
+    defaults (a field without a default is always shown), sequences cut short."""
+    if not attrs.has(type(wire)):
+        return repr(wire)
+    kind = getattr(wire, "kind", type(wire).__name__)
+    parts = [str(kind)]
+    for field in attrs.fields(type(wire)):
+        if field.name == "kind":
+            continue
+        value = getattr(wire, field.name)
+        default = field.default
+        if isinstance(default, attrs.Factory):  # type: ignore[arg-type]
+            default = default.factory()  # type: ignore[call-arg]
+        if default is not attrs.NOTHING and value == default:
+            continue
+        parts.append(f"{field.name}={_short(value)}")
     return " ".join(parts)
 
 
