@@ -173,7 +173,7 @@ def shb_start(config: ShbConfig) -> ShbState:
         p: PubendView(
             knowledge=KnowledgeStream(),
             release=ShbRelease(shb=config.shb, pubend=p),
-            pfs=PfsStream.empty(p),
+            pfs=PfsStream.empty(p, config.policy.pfs),
         )
         for p in config.pubends
     }
@@ -221,7 +221,7 @@ def shb_recover(
         views[p] = PubendView(
             knowledge=KnowledgeStream(),
             release=shb_crash(rel),
-            pfs=pfs.get(p) or PfsStream.empty(p),
+            pfs=(pfs.get(p) or PfsStream.empty(p)).with_policy(config.policy.pfs),
         )
     index = FilterIndex.build((name, s.filter) for name, s in subs.items())
     # never reuse a number a live PFS record still names (a subscriber that left): the new
