@@ -10,8 +10,10 @@ topologies (:mod:`gapless.models.durable_binding`), the scenarios
 :class:`~gapless.invariants.durable.online.DurableChecker`, and the wire summary
 (:class:`~gapless.impl.durable.wire.DurWire`). Its fault kinds: broker crashes (an SHB
 restarts from its store, losing what was not synced [DUR §4.1]), link failures, loss,
-duplication and reordering windows on links, and subscriber disconnections (the subscriber
-reconnects presenting its CT, or an older one: the ``older_ct_percent`` config key). Safety
+duplication and reordering windows on links, and subscriber disconnections: the subscriber
+reconnects presenting its CT (``disconnect``; or, for ``older_ct_percent`` of them, an older
+one), reconnects at another SHB (``move``) or presents the CT it acknowledged before its latest
+(``older_ct``). Safety
 (``release_horizon``, ``release_rule``, ``gap_legal``) holds at every moment; no-loss is judged
 after the final heal and drain. Trace files: :func:`write_world_trace` writes a run's ``dur_*``
 records as a ``gapless-trace`` version-3 file (:mod:`gapless.invariants.durable.tracefile`),
@@ -40,8 +42,19 @@ from gapless.models.workload import Workload
 
 __all__ = ["ENTRY", "FAULT_KINDS", "check_context", "write_world_trace"]
 
-FAULT_KINDS: Final = ("crash", "link_fail", "drop", "duplicate", "reorder", "disconnect")
-"""The faults a durable run may suffer."""
+FAULT_KINDS: Final = (
+    "crash",
+    "link_fail",
+    "drop",
+    "duplicate",
+    "reorder",
+    "disconnect",
+    "move",
+    "older_ct",
+)
+"""The faults a durable run may suffer: ``move`` reconnects a subscriber at another SHB
+(reconnect-anywhere), ``older_ct`` makes it present an older acknowledged CT
+(``models/faults.py``, ``models/durable_binding.py``)."""
 
 SAFETY: Final = ("release_horizon", "release_rule", "gap_legal")
 """The invariants that hold at every moment."""
