@@ -8,6 +8,8 @@ refused with the line and what is wrong.
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -138,3 +140,30 @@ def test_the_registry_entry_writes_and_judges_durable_traces(tmp_path: Path) -> 
     res = CliRunner().invoke(check, [str(path)])
     assert res.exit_code == 1, res.output
     assert "gap_legal" in res.output
+
+
+def test_a_fuzzed_counterexample_replays_to_a_durable_trace_file(tmp_path: Path) -> None:
+    """``gapless fuzz`` finds a planted bug under an ``older_ct`` fault, ``gapless replay
+    --trace`` writes the run as a durable trace file, and ``gapless check`` convicts it."""
+    config = tmp_path / "dur.toml"
+    config.write_text(
+        'protocol = "durable"\nvariant = "gap-to-non-catchup"\ntopology = "dur-two"\n'
+        f'schedules = 1\nseed = 1\nduration_s = 3.0\nout = "{tmp_path / "out"}"\n'
+        '[workload]\nrate_per_pubend = 20.0\nsubscribers_per_shb = 2\nfilters = "keys"\n'
+        'keys = 4\ndrain_s = 2.0\n[faults]\nprofile = "rates"\n[faults.rates]\nolder_ct = 2.0\n'
+    )
+    exe = str(Path(sys.executable).parent / "gapless")
+
+    def gapless(*args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run([exe, *args], capture_output=True, text=True, check=False)
+
+    proc = gapless("fuzz", "--config", str(config), "--executor", "loop", "--json")
+    assert proc.returncode == 1, proc.stderr
+    cx = json.loads(proc.stdout)["counterexamples"][0]
+    trace = tmp_path / "cx.trace"
+    proc = gapless("replay", cx, "--trace", str(trace))
+    assert proc.returncode == 0, proc.stderr
+    assert "trace digest: match" in proc.stdout
+    proc = gapless("check", str(trace), "--json")
+    assert proc.returncode == 1, proc.stderr
+    assert json.loads(proc.stdout)["violation"]["invariant"] == "gap_legal"
