@@ -27,7 +27,16 @@ one PHB, one intermediate broker, one or two SHBs).
   subscriber's name and connection number), the CT it acknowledged before its last
   acknowledgement (a client restoring an older checkpoint: it may then get gaps only for what
   was released [DUR §2]). In ack mode ``shb`` it presents none and the SHB resumes it from the
-  CT it kept.
+  CT it kept;
+* **fault kinds** ``older_ct`` and ``move`` (``models/faults.py``; the world's
+  ``reconnecting`` seam names the fault whose end reconnects a subscriber): after ``older_ct``
+  the subscriber presents the CT it acknowledged before its latest; after ``move`` (ack mode
+  ``subscriber`` only: in mode ``shb`` its CT is in the old SHB's database) ``roam`` sends it to
+  another live SHB holding no record of it, where it presents its last acknowledged CT in a
+  :class:`~gapless.impl.durable.shb.MoveIn` (retried on each tick while refused), and the SHBs'
+  ``Unregister``/``Unregistered`` travel through the broker tree as :class:`Routed` messages
+  (reconnect-anywhere [DUR §1 item 5], ``spec/durable.md``). A crashed SHB is rebuilt from the
+  subscribers that subscribed there and the moves its store kept (a pending one pending).
 
 Configuration (:class:`DurableConfig`, the run's ``config`` overrides) is in µs of virtual time;
 a tick is a µs, as GD's [GD §2.2].
