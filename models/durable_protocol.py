@@ -37,7 +37,7 @@ from gapless.invariants.durable.tracefile import trace_check, write_durable_trac
 from gapless.invariants.plugin import CheckContext, SubscriptionInfo
 from gapless.models.durable_binding import TOPOLOGIES, DurableConfig, make_binding
 from gapless.models.durable_scenarios import SCENARIOS
-from gapless.models.registry import ProtocolEntry, Scenario
+from gapless.models.registry import ProtocolEntry
 from gapless.models.workload import Workload
 
 __all__ = ["ENTRY", "FAULT_KINDS", "check_context", "write_world_trace"]
@@ -82,10 +82,11 @@ def check_context(
 
 
 def write_world_trace(
-    path: str | os.PathLike[str], scenario: Scenario, outcome: Any, context: CheckContext
+    path: str | os.PathLike[str], scenario: Any, outcome: Any, context: CheckContext
 ) -> int:
-    """Write a scenario run's ``dur_*`` records as a durable trace file, given the run's
-    checker context; no-loss is judged at its end unless the run timed out."""
+    """Write a scenario run's (a :class:`~gapless.models.registry.Scenario`) ``dur_*``
+    records as a durable trace file, given the run's checker context; no-loss is judged at
+    its end unless the run timed out."""
     trace = outcome.trace or ()
     end = (trace[-1].seq + 1 if trace else 0, outcome.end_time_us)
     meta = {"scenario": scenario.name, "seed": 0, "trace_digest": outcome.trace_digest}
