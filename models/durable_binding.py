@@ -27,7 +27,16 @@ one PHB, one intermediate broker, one or two SHBs).
   subscriber's name and connection number), the CT it acknowledged before its last
   acknowledgement (a client restoring an older checkpoint: it may then get gaps only for what
   was released [DUR §2]). In ack mode ``shb`` it presents none and the SHB resumes it from the
-  CT it kept.
+  CT it kept;
+* **fault kinds** ``older_ct`` and ``move`` (``models/faults.py``; the world's
+  ``reconnecting`` seam names the fault whose end reconnects a subscriber): after ``older_ct``
+  the subscriber presents the CT it acknowledged before its latest; after ``move`` (ack mode
+  ``subscriber`` only: in mode ``shb`` its CT is in the old SHB's database) ``roam`` sends it to
+  another live SHB holding no record of it, where it presents its last acknowledged CT in a
+  :class:`~gapless.impl.durable.shb.MoveIn` (retried on each tick while refused), and the SHBs'
+  ``Unregister``/``Unregistered`` travel through the broker tree as :class:`Routed` messages
+  (reconnect-anywhere [DUR §1 item 5], ``spec/durable.md``). A crashed SHB is rebuilt from the
+  subscribers that subscribed there and the moves its store kept (a pending one pending).
 
 Configuration (:class:`DurableConfig`, the run's ``config`` overrides) is in µs of virtual time;
 a tick is a µs, as GD's [GD §2.2].
@@ -69,24 +78,30 @@ from gapless.impl.durable.shb import (
     Ack,
     Emit,
     Lost,
+    MoveIn,
     ShbConfig,
     ShbState,
     Subscribe,
     Tick,
+    Unregister,
+    Unregistered,
     on_ack,
     on_connect,
     on_disconnect,
     on_knowledge,
     on_lost,
+    on_move_in,
     on_subscribe,
     on_tick,
+    on_unregister,
+    on_unregistered,
     shb_recover,
     shb_start,
 )
 from gapless.impl.durable.storage import StorageEffect
 from gapless.impl.durable.variants import VARIANTS
 from gapless.impl.durable.wire import wire
-from gapless.impl.effects import Deliver, Persist, Rejected, SetTimer
+from gapless.impl.effects import Deliver, Persist, Rejected, Send, SetTimer
 from gapless.impl.gd.messages import Knowledge, Nack
 from gapless.impl.inputs import Connect, Disconnect, Publish, Receive, Restart, TimerFired
 from gapless.impl.variants import resolve
@@ -197,6 +212,17 @@ TOPOLOGIES: Final[dict[str, Callable[[], nx.Graph]]] = {
 
 
 @final
+@attrs.frozen(kw_only=True)
+class Routed:
+    """An SHB-to-SHB message of reconnect-anywhere (``Unregister``, ``Unregistered``) on its
+    way to SHB ``to`` through the broker tree (SHBs are not neighbours; the binding's
+    intermediate brokers pass it on)."""
+
+    to: str
+    msg: Unregister | Unregistered
+
+
+@final
 class DurableBinding:
     """The durable roles as the world drives them (see the module doc)."""
 
@@ -220,6 +246,16 @@ class DurableBinding:
         self.ticks: dict[str, int] = {}
         self.reconnections: dict[str, int] = {}
         self.mode = AckMode(config.ack_mode)
+        #: reconnect-anywhere (module doc): each subscriber's current SHB, the SHBs holding a
+        #: record of it, the SHB it moved from, its move count, the kind of the fault whose
+        #: end reconnects it, the CT it joined at, and moves waiting for the SHB to accept
+        self.home = {s.name: s.shb for s in workload.subscriptions}
+        self.records: dict[str, set[str]] = {}
+        self.previous: dict[str, str] = {}
+        self.generation: dict[str, int] = {}
+        self.next_kind: dict[str, str] = {}
+        self.join_ct: dict[str, dict[str, int]] = {}
+        self.waiting: dict[str, dict[str, MoveIn]] = {}
 
     # -------------------------------------------------------------- roles
 
@@ -277,10 +313,25 @@ class DurableBinding:
             return self._shb(state, inp, now)
         if t is DurPubendState:
             return self._pubend(state, inp, now)
+        if type(inp) is Receive and type(inp.msg) is Routed:
+            return state, (self._route(state.config.node, inp.msg),)
         if type(inp) is Receive:
             state, fx = node_on_receive(state, inp.msg, inp.sender, now)
             return state, self._out(state.config.node, fx, None)
         return state, ()
+
+    def _below(self, node: str, target: str) -> str | None:
+        """The child of ``node`` whose subtree holds ``target`` (None: not below ``node``)."""
+        for child in self._children(node):
+            if child == target or self._below(child, target) is not None:
+                return child
+        return None
+
+    def _route(self, node: str, msg: Routed) -> Send:
+        """One hop of an SHB-to-SHB message through the broker tree: down towards its
+        target when it is below ``node``, else up."""
+        down = self._below(node, msg.to)
+        return Send(to=down if down is not None else self._parent(node), msg=msg)
 
     def crash(self, state: Any) -> Any:
         t = type(state)
@@ -288,13 +339,42 @@ class DurableBinding:
             return pubend_crash(state)
         if t is DurNodeState:
             return node_crash(state)
+        return self._recover(state)
+
+    def _recover(self, state: ShbState) -> ShbState:
+        """The SHB rebuilt from its store [DUR §4.1]: the subscribers that subscribed here
+        (its configuration) and those whose move here the store kept (``PutMove`` rows; one
+        without a ``released(s, p)`` row is still pending at the CT it presented)."""
         name = state.config.shb
         store, got = self.stores[name].restart()
         self.stores[name] = store
-        subs = [(s.name, s.number, self.filters[s.name]) for s in state.subs.values()]
-        return shb_recover(
-            state.config, subs, latest=got.tables.latest, released=got.tables.released, pfs=got.pfs
+        t = got.tables
+        moves = {m.name: m for m in t.moves.values()}
+        subs = [
+            (s.name, s.number, self.filters[s.name])
+            for s in state.subs.values()
+            if s.generation == 0 and s.name not in moves
+        ]
+        subs += [(m.name, m.subscriber, m.filter) for m in moves.values()]
+        active = {s for s, _p in t.released}
+        new = shb_recover(
+            state.config,
+            subs,
+            latest=t.latest,
+            released=t.released,
+            pfs=got.pfs,
+            moved={
+                m.name: (m.previous, dict(m.refilter_upto), m.generation) for m in moves.values()
+            },
+            pending={m.name: dict(m.start) for m in moves.values() if m.subscriber not in active},
         )
+        self.waiting.pop(name, None)
+        for sub, holders in self.records.items():
+            if sub in new.subs:
+                holders.add(name)
+            else:
+                holders.discard(name)
+        return new
 
     # -------------------------------------------------------------- the PHB
 
@@ -328,6 +408,14 @@ class DurableBinding:
                 state2, fx = on_knowledge(state, msg, now)
             elif type(msg) is Lost:
                 state2, fx = on_lost(state, msg, now)
+            elif type(msg) is Routed and msg.to != name:
+                return state, (self._route(name, msg),)
+            elif type(msg) is Routed and type(msg.msg) is Unregister:
+                state2, fx = on_unregister(state, msg.msg, now)
+                if msg.msg.subscriber not in state2.subs:
+                    self.records.get(msg.msg.subscriber, set()).discard(name)
+            elif type(msg) is Routed and type(msg.msg) is Unregistered:
+                state2, fx = on_unregistered(state, msg.msg, now)
             else:
                 why = f"shb {name!r}: unexpected {type(msg).__name__}"
                 return state, (Rejected(reason=why, input=msg),)
@@ -335,8 +423,14 @@ class DurableBinding:
             if inp.connection == 0 and inp.subscriber not in state.subs:
                 sub = Subscribe(subscriber=inp.subscriber, filter=inp.filter, connection=0)
                 state2, fx = on_subscribe(state, sub, now)
+                self.records.setdefault(inp.subscriber, set()).add(name)
+            elif inp.subscriber not in state.subs and inp.subscriber in self.previous:
+                return self._move_in(state, self._move(inp), now)
             else:
                 state2, fx = on_connect(state, inp, now)
+        elif ti is Disconnect and inp.subscriber in self.waiting.get(name, {}):
+            del self.waiting[name][inp.subscriber]  # its move was never accepted here
+            return state, ()
         elif ti is Disconnect:
             state2, fx = on_disconnect(state, inp, now)
         elif ti is TimerFired and inp.key == SHB_TICK:
@@ -347,12 +441,40 @@ class DurableBinding:
             return state, ()
         return state2, self._out(name, fx, state2)
 
+    def _move(self, inp: Connect) -> MoveIn:
+        """The registration a subscriber that moved here asks for (module doc)."""
+        sub = inp.subscriber
+        return MoveIn(
+            subscriber=sub,
+            filter=inp.filter,
+            previous=self.previous[sub],
+            ct=inp.resume,
+            connection=inp.connection,
+            generation=self.generation[sub],
+        )
+
+    def _move_in(self, state: ShbState, move: MoveIn, now: int) -> tuple[Any, tuple[Any, ...]]:
+        """Register a moved subscriber here [DUR §1 item 5]; while its CT is beyond this SHB's
+        latestDelivered the SHB refuses, and the subscriber retries on every tick."""
+        name, sub = state.config.shb, move.subscriber
+        state2, fx = on_move_in(state, move, now)
+        if state2 is state:  # refused: wait (the constream here has not reached its CT)
+            self.waiting.setdefault(name, {})[sub] = move
+            return state, ()
+        self.waiting.get(name, {}).pop(sub, None)
+        self.records.setdefault(sub, set()).add(name)
+        return state2, self._out(name, fx, state2)
+
     def _shb_tick(self, state: ShbState, now: int) -> tuple[Any, tuple[Any, ...]]:
-        """Report, silences, nack retries; then every ``ack_every`` ticks each connected
-        subscriber acknowledges what it consumed [DUR §2]."""
+        """Report, silences, nack retries; moves waiting here retry; then every
+        ``ack_every`` ticks each connected subscriber acknowledges what it consumed
+        [DUR §2]."""
         name = state.config.shb
         state, fx = on_tick(state, Tick(), now)
         out = list(self._out(name, fx, state))
+        for move in sorted(self.waiting.get(name, {}).values(), key=lambda m: m.subscriber):
+            state, fx = self._move_in(state, move, now)
+            out.extend(fx)
         n = self.ticks.get(name, 0) + 1
         self.ticks[name] = n
         if n % self.config.ack_every == 0:
@@ -382,6 +504,8 @@ class DurableBinding:
                 out.append(self._observable(node, e, shb))
             elif isinstance(e, _STORAGE):
                 self.stores[node].apply([e])
+            elif type(e) is Send and type(e.msg) in (Unregister, Unregistered):
+                out.append(self._route(node, Routed(to=e.to, msg=e.msg)))
             else:
                 out.append(e)
         return tuple(out)
@@ -410,6 +534,8 @@ class DurableBinding:
             )
         if e.kind in ("dur_join", "dur_connect"):
             self.ct[d.subscriber] = d.ct.as_dict()
+        if e.kind == "dur_join":
+            self.join_ct[d.subscriber] = d.ct.as_dict()
         key: tuple[Any, ...] = ("dur", e.kind)
         if type(d) is DurEvent:
             key = ("dur", e.kind, d.pubend, d.tick)
@@ -435,15 +561,47 @@ class DurableBinding:
     def durable(self, persist: Persist) -> str | None:
         return "log" if type(persist.value) is DurEvent else None
 
+    def reconnecting(self, subscriber: str, kind: str) -> None:
+        """The world's seam: the fault whose end reconnects ``subscriber`` is ``kind``
+        (``disconnect``, ``move`` or ``older_ct``, ``models/faults.py``)."""
+        self.next_kind[subscriber] = kind
+
+    def roam(self, subscriber: str, connection: int, alive: tuple[str, ...]) -> str:
+        """Where ``subscriber`` connects: its current SHB, or, when a ``move`` fault ends (in
+        ack mode ``subscriber``: in mode ``shb`` the SHB it leaves keeps its CT, so it stays),
+        another live SHB holding no record of it (none while an earlier move is unfinished:
+        it then stays) [DUR §1 item 5]."""
+        home = self.home[subscriber]
+        if self.next_kind.get(subscriber) != "move" or self.mode is AckMode.SHB:
+            return home
+        held = self.records.get(subscriber, set())
+        choices = [n for n in alive if self.roles.get(n) == "shb" and n != home and n not in held]
+        if not choices:
+            return home
+        to = choices[derive_seed(subscriber, connection, "move") % len(choices)]
+        self.previous[subscriber] = home
+        self.generation[subscriber] = self.generation.get(subscriber, 0) + 1
+        self.home[subscriber] = to
+        return to
+
     def resume_token(self, subscriber: str, consumed: dict[str, int]) -> Any:
-        """The CT a reconnecting subscriber presents (module doc); None in ack mode ``shb``."""
+        """The CT a reconnecting subscriber presents (module doc); None in ack mode ``shb``.
+        After a ``move`` it presents the CT it last acknowledged (its durable CT: the record
+        it leaves behind is at or below it); after an ``older_ct`` fault, the one it
+        acknowledged before that (its join CT if it has acknowledged at most once)."""
+        kind = self.next_kind.pop(subscriber, "disconnect")
         if self.mode is AckMode.SHB:
             return None
         ct = self.ct.get(subscriber, {})
         acked = self.acked.get(subscriber, [])
+        joined = self.join_ct.get(subscriber, {})
         n = self.reconnections[subscriber] = self.reconnections.get(subscriber, 0) + 1
         draw = derive_seed(subscriber, n, "older-ct") % 100
-        if len(acked) >= 2 and draw < self.config.older_ct_percent:
+        if kind == "older_ct":
+            ct = acked[-2] if len(acked) >= 2 else joined
+        elif self.home[subscriber] not in self.records.get(subscriber, set()):
+            ct = acked[-1] if acked else joined  # a move: its durable CT
+        elif len(acked) >= 2 and draw < self.config.older_ct_percent:
             ct = acked[-2]
         return CheckpointToken.of(ct)
 

@@ -40,6 +40,7 @@ records when it writes them again. Ticks at or below the durable ``released(p)``
 
 from __future__ import annotations
 
+import json
 import logging
 import os
 import sqlite3
@@ -62,6 +63,7 @@ from gapless.impl.durable.storage import (
     PfsSync,
     PutCheckpoint,
     PutLatestDelivered,
+    PutMove,
     PutPfsMeta,
     PutReleased,
     StorageEffect,
@@ -84,7 +86,7 @@ log = logging.getLogger("gapless.durable_store")
 HEADER: Final = struct.Struct("<II")
 """A record's frame: the payload's length and its CRC-32, little-endian."""
 
-Put = PutLatestDelivered | PutReleased | PutCheckpoint | PutPfsMeta | DropSubscriber
+Put = PutLatestDelivered | PutReleased | PutCheckpoint | PutPfsMeta | PutMove | DropSubscriber
 
 
 def frame(payload: bytes) -> bytes:
@@ -131,12 +133,14 @@ def read_frames(path: str, data: bytes, *, last: bool) -> Frames:
 
 @attrs.define
 class Tables:
-    """The committed tables: latestDelivered, released(s, p), CT(s, p), the PFS metadata."""
+    """The committed tables: latestDelivered, released(s, p), CT(s, p), the PFS metadata,
+    and the moves (reconnect-anywhere) by subscriber number."""
 
     latest: dict[str, int] = attrs.Factory(dict)
     released: dict[tuple[int, str], int] = attrs.Factory(dict)
     checkpoints: dict[tuple[int, str], int] = attrs.Factory(dict)
     pfs_meta: dict[str, PutPfsMeta] = attrs.Factory(dict)
+    moves: dict[int, PutMove] = attrs.Factory(dict)
 
     def copy(self) -> Tables:
         return Tables(
@@ -144,6 +148,7 @@ class Tables:
             released=dict(self.released),
             checkpoints=dict(self.checkpoints),
             pfs_meta=dict(self.pfs_meta),
+            moves=dict(self.moves),
         )
 
     def put(self, p: Put) -> None:
@@ -153,10 +158,13 @@ class Tables:
             self.released[(p.subscriber, p.pubend)] = p.timestamp
         elif isinstance(p, PutCheckpoint):
             self.checkpoints[(p.subscriber, p.pubend)] = p.timestamp
+        elif isinstance(p, PutMove):
+            self.moves[p.subscriber] = p
         elif isinstance(p, DropSubscriber):
             for table in (self.released, self.checkpoints):
                 for key in [k for k in table if k[0] == p.subscriber]:
                     del table[key]
+            self.moves.pop(p.subscriber, None)
         else:
             old = self.pfs_meta.get(p.pubend)
             if p.changed_only and old is not None:  # an update: the other entries stay
@@ -185,6 +193,8 @@ class SqliteMeta:
         "next_index INTEGER, last_timestamp INTEGER)",
         "CREATE TABLE IF NOT EXISTS pfs_last_index (pubend TEXT, subscriber INTEGER, "
         "idx INTEGER, PRIMARY KEY (pubend, subscriber))",
+        "CREATE TABLE IF NOT EXISTS moves (subscriber INTEGER PRIMARY KEY, name TEXT, "
+        "filter TEXT, previous TEXT, generation INTEGER, start TEXT, refilter_upto TEXT)",
     )
 
     def __init__(self, path: str) -> None:
@@ -224,9 +234,23 @@ class SqliteMeta:
                 "INSERT OR REPLACE INTO checkpoint VALUES (?, ?, ?)",
                 (p.subscriber, p.pubend, p.timestamp),
             )
+        elif isinstance(p, PutMove):
+            c.execute(
+                "INSERT OR REPLACE INTO moves VALUES (?, ?, ?, ?, ?, ?, ?)",
+                (
+                    p.subscriber,
+                    p.name,
+                    p.filter,
+                    p.previous,
+                    p.generation,
+                    json.dumps(p.start),
+                    json.dumps(p.refilter_upto),
+                ),
+            )
         elif isinstance(p, DropSubscriber):
             c.execute("DELETE FROM released WHERE subscriber = ?", (p.subscriber,))
             c.execute("DELETE FROM checkpoint WHERE subscriber = ?", (p.subscriber,))
+            c.execute("DELETE FROM moves WHERE subscriber = ?", (p.subscriber,))
         else:
             c.execute(
                 "INSERT OR REPLACE INTO pfs_meta VALUES (?, ?, ?, ?)",
@@ -255,6 +279,16 @@ class SqliteMeta:
                 next_index=nxt,
                 last_timestamp=ts,
                 last_index=tuple(lasts.get(p, ())),
+            )
+        for s, name, flt, previous, gen, start, upto in c.execute("SELECT * FROM moves"):
+            t.moves[s] = PutMove(
+                subscriber=s,
+                name=name,
+                filter=flt,
+                previous=previous,
+                generation=gen,
+                start=tuple((str(q), int(v)) for q, v in json.loads(start)),
+                refilter_upto=tuple((str(q), int(v)) for q, v in json.loads(upto)),
             )
         return t
 

@@ -36,6 +36,13 @@ Fault kinds (:data:`FAULT_KINDS`), each starting at ``at_us``:
   the clients it hosted reconnect elsewhere when the protocol's binding lets them roam. It is
   not one of :data:`FAULT_KINDS` (the kinds every protocol takes, and GD's), so no GD
   schedule or swarm draws it; a protocol lists it in its own fault kinds.
+* ``move`` and ``older_ct`` (:data:`SUBSCRIBER_KINDS`) — subscriber ``target`` disconnects, as
+  ``disconnect``, and ``duration_us`` later reconnects *at another broker* (``move``: the
+  binding's ``roam`` is told, reconnect-anywhere [DUR §1 item 5]) or presenting *an older
+  checkpoint than its latest* (``older_ct``: the binding's ``resume_token`` is told [DUR §2]).
+  The world passes the kind of the ending fault to the binding's optional
+  ``reconnecting(subscriber, kind)`` before it reconnects the subscriber; protocols that list
+  them in their fault kinds (durable subscriptions) give them a meaning, no other draws them.
 
 >>> s = generate(FaultProfile(rates=(("crash", 1.0),)), Targets(brokers=("b1",), links=(),
 ...     subscribers=()), duration_us=10_000_000, seed=7)
@@ -62,6 +69,7 @@ __all__ = [
     "DEFAULT_RATES",
     "FAULT_KINDS",
     "PERMANENT_KINDS",
+    "SUBSCRIBER_KINDS",
     "FaultEvent",
     "FaultProfile",
     "FaultSchedule",
@@ -89,7 +97,13 @@ FAULT_KINDS: Final = (
 PERMANENT_KINDS: Final = ("fail",)
 """Faults that never heal (a broker that fails forever); only protocols that list them."""
 
-ALL_FAULT_KINDS: Final = FAULT_KINDS + PERMANENT_KINDS
+SUBSCRIBER_KINDS: Final = ("move", "older_ct")
+"""Disconnections whose reconnection is special (module doc); only protocols that list them."""
+
+RECONNECTING_KINDS: Final = ("disconnect", *SUBSCRIBER_KINDS)
+"""The faults that disconnect a subscriber and reconnect it when they end."""
+
+ALL_FAULT_KINDS: Final = FAULT_KINDS + PERMANENT_KINDS + SUBSCRIBER_KINDS
 """Every fault kind a schedule may hold."""
 
 # events per simulated second for each kind under the "swarm" profile
@@ -270,7 +284,7 @@ def _event(
         if not targets.links:
             return None
         target = rng.choice(targets.links)
-    elif kind == "disconnect":
+    elif kind in RECONNECTING_KINDS:
         if not targets.subscribers:
             return None
         target = rng.choice(targets.subscribers)
@@ -356,6 +370,8 @@ _TARGET_KIND: Final = {
     "duplicate": "links",
     "reorder": "links",
     "disconnect": "subscribers",
+    "move": "subscribers",
+    "older_ct": "subscribers",
 }
 
 

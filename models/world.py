@@ -98,7 +98,7 @@ from gapless.impl.trace import (
     Wire,
 )
 from gapless.models.binding import Binding
-from gapless.models.faults import FaultEvent, FaultSchedule, derive_seed
+from gapless.models.faults import RECONNECTING_KINDS, FaultEvent, FaultSchedule, derive_seed
 from gapless.models.topology import link_name
 from gapless.models.workload import PublishEvent, Workload
 
@@ -233,6 +233,11 @@ class World:
         self._resume_token: Callable[[str, dict[str, int]], Any] | None = getattr(
             binding, "resume_token", None
         )
+        self._reconnecting: Callable[[str, str], None] | None = getattr(
+            binding, "reconnecting", None
+        )
+        """Optional: told the kind of the fault (``disconnect``, ``move``, ``older_ct``) whose
+        end reconnects a subscriber, just before it reconnects (``faults.py``)."""
         self._profile: Callable[[str, int], str] | None = getattr(binding, "profile", None)
         """Optional: the profile (filter) a subscriber presents at each connection number (a
         client may change its profile when it reconnects); without it, its workload filter."""
@@ -524,7 +529,7 @@ class World:
             self.active[index] = True
         elif not self.active.get(index):
             return
-        where = self.host[tgt] if k == "disconnect" else tgt.split("|")[0].split(",")[0]
+        where = self.host[tgt] if k in RECONNECTING_KINDS else tgt.split("|")[0].split(",")[0]
         self._rec(where, "fault", Fault(kind=k, target=tgt, phase=phase))
         if k == "crash":
             if phase == "start":
@@ -566,7 +571,7 @@ class World:
                 link.windows.sort(key=lambda w: w[0])
             else:
                 link.windows = [w for w in link.windows if w[0] != index]
-        elif k == "disconnect":
+        elif k in RECONNECTING_KINDS:
             if phase == "start":
                 self.sub_faults[tgt] = self.sub_faults.get(tgt, 0) + 1
                 self._leave(tgt)
@@ -574,6 +579,8 @@ class World:
                 self.sub_faults[tgt] = max(0, self.sub_faults.get(tgt, 0) - 1)
                 if not self.sub_faults[tgt]:
                     self.held.discard(tgt)  # still waiting when the fault ended: it stays
+                    if self._reconnecting is not None:  # a move, an older CT (faults.py)
+                        self._reconnecting(tgt, k)
                     self._connect(tgt)
         elif k == "partition":
             for ln in self._crossing(tgt):
@@ -604,10 +611,8 @@ class World:
             ev.target not in self.links
         ):
             raise ProtocolMisuse(f"World: fault {ev.kind} targets unknown link {ev.target!r}")
-        if ev.kind == "disconnect" and ev.target not in self.subs:
-            raise ProtocolMisuse(
-                f"World: fault disconnect targets unknown subscriber {ev.target!r}"
-            )
+        if ev.kind in RECONNECTING_KINDS and ev.target not in self.subs:
+            raise ProtocolMisuse(f"World: fault {ev.kind} targets unknown subscriber {ev.target!r}")
         if ev.kind == "partition":
             bad = [n for n in ev.target.split(",") if n not in self.nodes]
             if bad:

@@ -32,6 +32,7 @@ from gapless.impl.errors import GaplessError
 from gapless.invariants.tracefile import write_trace
 from gapless.models.faults import DEFAULT_RATES, FaultProfile, from_json, unstructure
 from gapless.models.protocols import protocol
+from gapless.models.registry import Scenario
 from gapless.models.run import build, run_context, validate_spec
 from gapless.models.runner import (
     RunSpec,
@@ -279,6 +280,21 @@ class RunnerBackend:
         ``gapless-trace``, for ``gapless check``); returns the number of records."""
 
         outcome = run(spec, clip_schedule(schedule, spec.duration_us), seed, record_trace=True)
+        entry = protocol(spec.protocol)
+        if entry.name != "gd" and entry.write_trace is not None:
+            # the protocol's own format (GD's writer knows GD's records only); its writers take
+            # a scenario: this replayed run as one
+            replayed = Scenario(
+                name=f"replay of seed {seed} ({spec.variant})",
+                protocol=entry.name,
+                description="a replayed campaign run",
+                spec=spec,
+                events=tuple(schedule.events),
+                figures=lambda _sc, _out, _brokers: {},
+                pass_marks=lambda _name, _figures: {},
+            )
+            written: int = entry.write_trace(path, replayed, outcome, run_context(spec, seed))
+            return written
         return write_trace(
             path,
             run_context(spec, seed),

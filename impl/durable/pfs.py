@@ -76,6 +76,8 @@ from gapless.impl.errors import InvalidRange, InvalidTick, ProtocolMisuse
 
 __all__ = [
     "MAX_SUBSCRIBERS",
+    "PAPER_PFS",
+    "PfsPolicy",
     "PfsRead",
     "PfsStream",
     "decode_record",
@@ -126,10 +128,37 @@ def _pairs(lasts: ChunkedVector[int]) -> tuple[tuple[SubscriberId, int], ...]:
     return tuple((s, i) for s, i in enumerate(lasts) if i != NO_INDEX)
 
 
-def _previous(record: PfsRecord, subscriber: SubscriberId) -> int:
-    """The back-pointer of ``subscriber`` in ``record`` (its entries are sorted)."""
-    at = bisect_left(record.entries, (subscriber, NO_INDEX - 1))
-    return record.entries[at][1]
+def _previous(record: PfsRecord, subscriber: SubscriberId) -> int | None:
+    """The back-pointer of ``subscriber`` in ``record`` (its entries are sorted); None when
+    the record does not name ``subscriber``. The paper's writes never lead a chain to such a
+    record; a wrong back-pointer (:class:`PfsPolicy`) does, and the read ends the chain there
+    (it finds fewer Q ticks, never another subscriber's)."""
+    entries = record.entries
+    at = bisect_left(entries, (subscriber, NO_INDEX - 1))
+    if at == len(entries) or entries[at][0] != subscriber:
+        return None
+    return entries[at][1]
+
+
+@final
+@attrs.frozen(kw_only=True)
+class PfsPolicy:
+    """How a record's back-pointers are written [DUR §4.2, Figure 2]: each is the index of
+    the subscriber's previous record, ``lastIndex(s)`` (the paper); ``back_pointer_slip``
+    less than that (a planted bug: a back-pointer off by one, so a batch read following the
+    chain misses the subscriber's earlier matching timestamps and serves them as silence)."""
+
+    back_pointer_slip: int = 0
+
+    def back_pointer(self, last_index: int) -> int:
+        """The back-pointer written for a subscriber whose latest record is ``last_index``."""
+        if last_index == NO_INDEX or not self.back_pointer_slip:
+            return last_index
+        return max(NO_INDEX, last_index - self.back_pointer_slip)
+
+
+PAPER_PFS: Final = PfsPolicy()
+"""The paper's back-pointers."""
 
 
 @final
@@ -154,7 +183,7 @@ class PfsStream:
     """One pubend's PFS log stream and its metadata (see the module doc). ``records`` holds
     the live (unchopped) records, ``records[0]`` at ``first_index`` (:meth:`record` looks
     one up by index); ``synced_*`` is the state as of the last sync —
-    what a crash keeps."""
+    what a crash keeps; ``policy`` how back-pointers are written (:class:`PfsPolicy`)."""
 
     pubend: str
     first_index: int = 0
@@ -166,11 +195,17 @@ class PfsStream:
     synced_index: int = 0
     synced_timestamp: int = -1
     synced_last_index: ChunkedVector[int] = _EMPTY_INDEX
+    policy: PfsPolicy = PAPER_PFS
 
     @classmethod
-    def empty(cls, pubend: str) -> PfsStream:
+    def empty(cls, pubend: str, policy: PfsPolicy = PAPER_PFS) -> PfsStream:
         """A PFS stream with no record; every tick unknown."""
-        return cls(pubend=pubend)
+        return cls(pubend=pubend, policy=policy)
+
+    def with_policy(self, policy: PfsPolicy) -> PfsStream:
+        """This stream writing its next records under ``policy`` (a recovered stream takes
+        its SHB's policy); the same object when it already does."""
+        return self if policy == self.policy else attrs.evolve(self, policy=policy)
 
     @classmethod
     def from_log(
@@ -248,7 +283,8 @@ class PfsStream:
             )
         index = self.next_index
         lasts = self.last_index.extended(matched[-1] + 1, NO_INDEX)
-        prevs = [lasts[s] for s in matched]
+        slip = self.policy.back_pointer
+        prevs = [slip(lasts[s]) for s in matched]
         lasts = lasts.set_many(dict.fromkeys(matched, index))
         record = PfsRecord(timestamp=timestamp, entries=tuple(zip(matched, prevs, strict=True)))
         new = PfsStream(
@@ -262,6 +298,7 @@ class PfsStream:
             synced_index=self.synced_index,
             synced_timestamp=self.synced_timestamp,
             synced_last_index=self.synced_last_index,
+            policy=self.policy,
         )
         return new, (PfsAppend(pubend=self.pubend, index=index, record=record),)
 
@@ -346,11 +383,12 @@ class PfsStream:
         index = lasts[subscriber] if 0 <= subscriber < len(lasts) else NO_INDEX
         while index >= self.first_index:
             record = self.records[index - self.first_index]
-            if record.timestamp <= lost:
+            previous = _previous(record, subscriber)
+            if record.timestamp <= lost or previous is None:
                 break
             if record.timestamp <= hi:
                 found.append(record.timestamp)
-            index = _previous(record, subscriber)
+            index = previous
         found.reverse()
         if limit is not None and len(found) > limit:
             return PfsRead(lost_upto=lost, q=tuple(found[:limit]), known_upto=found[limit] - 1)

@@ -84,6 +84,7 @@ from gapless.impl.durable.release import (
     shb_acknowledge,
     shb_crash,
     shb_join,
+    shb_register_moved,
     shb_resume_point,
     shb_send_report,
 )
@@ -173,7 +174,7 @@ def shb_start(config: ShbConfig) -> ShbState:
         p: PubendView(
             knowledge=KnowledgeStream(),
             release=ShbRelease(shb=config.shb, pubend=p),
-            pfs=PfsStream.empty(p),
+            pfs=PfsStream.empty(p, config.policy.pfs),
         )
         for p in config.pubends
     }
@@ -188,6 +189,7 @@ def shb_recover(
     released: Mapping[tuple[int, str], int],
     pfs: Mapping[str, PfsStream],
     moved: Mapping[str, tuple[str | None, Mapping[str, int], int]] | None = None,
+    pending: Mapping[str, Mapping[str, int]] | None = None,
 ) -> ShbState:
     """The SHB after a crash [DUR §4.1], from stable storage: ``latest`` (latestDelivered),
     ``released`` (``released(s, p)`` by subscriber number), each pubend's recovered ``pfs``;
@@ -196,9 +198,14 @@ def shb_recover(
     (:func:`~gapless.impl.durable.release.shb_crash`). ``moved`` gives, for each subscriber
     that moved here with its record active, the SHB it came from (None once that one
     confirmed dropping it), its ``refilter_upto`` and the move's generation; the caller keeps
-    them (a subscriber whose
-    record was still pending is left out: the SHB it came from still holds it)."""
+    them (:class:`~gapless.impl.durable.storage.PutMove` rows). ``pending`` gives, for each
+    moved subscriber whose record was not yet active (it has no ``released(s, p)`` row), the
+    CT it presented: its record is registered pending there again
+    (:func:`~gapless.impl.durable.release.shb_register_moved`), after the crash step, so it
+    activates only above what this SHB may have reported; the SHB it came from still holds
+    its own."""
     moves = moved or {}
+    waiting = pending or {}
     subs = {
         name: Subscription(
             name=name,
@@ -216,12 +223,15 @@ def shb_recover(
         recs = {
             name: SubscriberRecord(released=released.get((s.number, p), ld))
             for name, s in subs.items()
+            if name not in waiting
         }
-        rel = ShbRelease(shb=config.shb, pubend=p, latest_delivered=ld, records=recs)
+        rel = shb_crash(ShbRelease(shb=config.shb, pubend=p, latest_delivered=ld, records=recs))
+        for name in sorted(waiting):
+            rel = shb_register_moved(rel, name, waiting[name].get(p, -1))
         views[p] = PubendView(
             knowledge=KnowledgeStream(),
-            release=shb_crash(rel),
-            pfs=pfs.get(p) or PfsStream.empty(p),
+            release=rel,
+            pfs=(pfs.get(p) or PfsStream.empty(p)).with_policy(config.policy.pfs),
         )
     index = FilterIndex.build((name, s.filter) for name, s in subs.items())
     # never reuse a number a live PFS record still names (a subscriber that left): the new

@@ -15,7 +15,7 @@ from pyrsistent import PMap, PSet, pmap, pset
 from gapless.impl.durable.bigmap import ShardedMap, sharded
 from gapless.impl.durable.catchup import catchup_step
 from gapless.impl.durable.messages import EventMessage
-from gapless.impl.durable.pfs import PfsStream
+from gapless.impl.durable.pfs import PAPER_PFS, PfsPolicy, PfsStream
 from gapless.impl.durable.records import DurMessage, DurSwitchover
 from gapless.impl.durable.release import AckMode, ShbRelease, shb_delivered
 from gapless.impl.durable.shb_inputs import Emit
@@ -63,6 +63,8 @@ class ShbPolicy:
     #: a reconnecting subscriber gets a catchup stream (the paper); False: it is put straight
     #: on the constream with a gap up to latestDelivered(p) (a planted bug)
     catchup: bool = True
+    #: how the PFS writes back-pointers (the paper's; a planted bug slips them [DUR §4.2])
+    pfs: PfsPolicy = PAPER_PFS
 
     def switchover_at(self, latest_delivered: int) -> int:
         """The position at which a catchup stream may switch over to the constream."""

@@ -12,11 +12,15 @@ SHB side of it:
 
 1. :func:`on_move_in` — the new SHB registers the subscriber as a *pending* record at the CT it
    presents (:func:`~gapless.impl.durable.release.shb_register_moved`; pending records do not
-   count in ``released(p)`` and are not written to the tables), gives it a PFS number, and puts
-   it in catchup for every pubend from that CT. The PFS here names it in no record written
-   before, so its catchup streams *refilter* every tick up to the ``latestDelivered(p)`` of the
-   registration (``Subscription.refilter_upto``): they nack them upstream and filter the
-   answers, as for chopped ticks. From then on the constream filters it like any subscriber.
+   count in ``released(p)`` and have no ``released(s, p)`` row), gives it a PFS number, and puts
+   it in catchup for every pubend from that CT. The move itself is written (:class:`PutMove`:
+   name, filter, previous SHB, generation, the CT presented, ``refilter_upto``) and flushed,
+   so that a crash before activation recovers the record still pending
+   (:func:`~gapless.impl.durable.shb.shb_recover`'s ``pending``). The PFS here names it in no
+   record written before, so its catchup streams *refilter* every tick up to the
+   ``latestDelivered(p)`` of the registration (``Subscription.refilter_upto``): they nack them
+   upstream and filter the answers, as for chopped ticks. From then on the constream filters
+   it like any subscriber.
 2. The old SHB keeps its record, which still holds ``Tr(p)`` at or below what the subscriber
    acknowledged there.
 3. On the timer, :func:`~gapless.impl.durable.release.shb_activate` (inside the report step)
@@ -36,6 +40,7 @@ does.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 import attrs
@@ -55,11 +60,17 @@ from gapless.impl.durable.shb_core import (
     step_catchup,
 )
 from gapless.impl.durable.shb_inputs import Emit, MoveIn, Unregister, Unregistered
-from gapless.impl.durable.storage import DropSubscriber, Flush, PutCheckpoint, PutReleased
+from gapless.impl.durable.storage import (
+    DropSubscriber,
+    Flush,
+    PutCheckpoint,
+    PutMove,
+    PutReleased,
+)
 from gapless.impl.effects import Send
 from gapless.impl.filters import FilterSyntaxError, parse_filter
 
-__all__ = ["activations", "drop", "on_move_in", "on_unregister", "on_unregistered"]
+__all__ = ["activations", "drop", "move_row", "on_move_in", "on_unregister", "on_unregistered"]
 
 
 def drop(state: ShbState, name: str) -> tuple[ShbState, list[Any]]:
@@ -141,11 +152,24 @@ def on_move_in(state: ShbState, inp: MoveIn, now: int) -> tuple[ShbState, Effect
     )
     ct = CheckpointToken.of(start)
     detail = DurConnect(subscriber=name, shb=shb, ct=ct, catchup=frozenset(pubends))
-    effects: list[Any] = [Emit(kind="dur_connect", detail=detail)]
+    effects: list[Any] = [Emit(kind="dur_connect", detail=detail), move_row(sub, start), Flush()]
     for p in pubends:
         state, fx = step_catchup(state, name, p)
         effects.extend(fx)
     return state, tuple(effects)
+
+
+def move_row(sub: Subscription, start: Mapping[str, int]) -> PutMove:
+    """The table row of moved subscriber ``sub`` (its pending record at ``start``)."""
+    return PutMove(
+        subscriber=sub.number,
+        name=sub.name,
+        filter=sub.filter.text,
+        previous=sub.previous,
+        generation=sub.generation,
+        start=tuple(sorted(start.items())),
+        refilter_upto=tuple(sorted(sub.refilter_upto.items())),
+    )
 
 
 def activations(before: ShbState, after: ShbState) -> tuple[list[Any], list[Any]]:
@@ -191,4 +215,7 @@ def on_unregistered(state: ShbState, msg: Unregistered, now: int) -> tuple[ShbSt
     if name is None or name not in state.moving:
         return state, ()
     sub = attrs.evolve(state.subs[name], previous=None)
-    return attrs.evolve(state, moving=state.moving.remove(name), subs=state.subs.set(name, sub)), ()
+    state = attrs.evolve(state, moving=state.moving.remove(name), subs=state.subs.set(name, sub))
+    # the row forgets the previous SHB (its start no longer matters: the record is active)
+    row = move_row(sub, {})
+    return state, (row, Flush())

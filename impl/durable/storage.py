@@ -16,9 +16,9 @@ carried out, and :mod:`gapless.models.durable_store` carries them out on real fi
 
 * a record is durable only after a :class:`PfsSync` covering its index (the log's fsync);
 * the table puts (:class:`PutLatestDelivered`, :class:`PutReleased`, :class:`PutCheckpoint`,
-  :class:`PutPfsMeta`, :class:`DropSubscriber`) since the previous :class:`Flush` become
-  durable together, atomically,
-  at the next :class:`Flush` (one database transaction per flush [DUR §5.2]);
+  :class:`PutPfsMeta`, :class:`PutMove`, :class:`DropSubscriber`) since the previous
+  :class:`Flush` become durable together, atomically, at the next :class:`Flush` (one
+  database transaction per flush [DUR §5.2]);
 * ``latestDelivered(p)`` may be flushed only once every PFS record at or below it has been
   synced: delivery to the PFS completes only when the record is on stable storage [DUR §4.1];
 * a :class:`PfsChop` may discard records only up to a release point already flushed:
@@ -49,6 +49,7 @@ __all__ = [
     "PfsSync",
     "PutCheckpoint",
     "PutLatestDelivered",
+    "PutMove",
     "PutPfsMeta",
     "PutReleased",
     "StorageEffect",
@@ -139,9 +140,29 @@ class PutCheckpoint:
 
 @final
 @attrs.frozen(kw_only=True)
+class PutMove:
+    """Subscriber ``subscriber`` (called ``name``, with ``filter``) moved here from SHB
+    ``previous`` (None once that SHB confirmed dropping its record) by its move number
+    ``generation``, presenting ``start`` (``(pubend, tick)`` pairs: where its pending record
+    sits) and refiltering up to ``refilter_upto`` (the ``latestDelivered(p)`` of the
+    registration: the PFS here names it in no record at or below it) [DUR §1 item 5]
+    (``spec/durable.md``, "Reconnect-anywhere"). Durable at the next flush; recovery takes a
+    moved subscriber with no ``released(s, p)`` row to be still pending at ``start``."""
+
+    subscriber: SubscriberId
+    name: str
+    filter: str
+    previous: str | None
+    generation: int
+    start: tuple[tuple[str, int], ...]
+    refilter_upto: tuple[tuple[str, int], ...]
+
+
+@final
+@attrs.frozen(kw_only=True)
 class DropSubscriber:
-    """Subscriber ``subscriber`` unsubscribed durably (or moved away): its ``released(s, p)``
-    and ``CT(s, p)`` rows go, durable at the next flush, so that the durable ``released(p)``
+    """Subscriber ``subscriber`` unsubscribed durably (or moved away): its ``released(s, p)``,
+    ``CT(s, p)`` and move rows go, durable at the next flush, so that the durable ``released(p)``
     no longer counts it [DUR §3 "a subscriber joining or leaving"]."""
 
     subscriber: SubscriberId
@@ -180,6 +201,7 @@ StorageEffect = (
     | PutReleased
     | PutCheckpoint
     | PutPfsMeta
+    | PutMove
     | DropSubscriber
     | Flush
 )

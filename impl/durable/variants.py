@@ -13,6 +13,7 @@ from typing import Final
 
 from gapless.impl.durable.ack_rule import CatchupAckRule
 from gapless.impl.durable.node import NodePolicy
+from gapless.impl.durable.pfs import PfsPolicy
 from gapless.impl.durable.policy import ClientPolicy, DurablePolicy
 from gapless.impl.durable.pubend import PubendPolicy
 from gapless.impl.durable.shb import ShbPolicy
@@ -73,6 +74,15 @@ VARIANTS: Final[Mapping[str, Variant]] = _variants(
         summary="The SHB takes the ack of a subscriber still in catchup as if it were on the "
         "constream: released(s, p) jumps to latestDelivered(p) and the pubend makes L ticks "
         "the subscriber has not acknowledged [DUR §3, §4.1].",
+    ),
+    Variant(
+        name="back-pointer-off-by-one",
+        policy=DurablePolicy(shb=ShbPolicy(pfs=PfsPolicy(back_pointer_slip=1))),
+        caught_by=("durable_exactly_once",),
+        needs=("disconnect",),
+        summary="The PFS writes each back-pointer one record below the subscriber's previous "
+        "record: a catchup stream's batch read loses the chain and serves the subscriber's "
+        "earlier matching events as silence [DUR §4.2, Figure 2].",
     ),
 )
 """Variant name -> planted bug."""
