@@ -53,7 +53,7 @@ from collections.abc import Iterable
 import attrs
 from pyrsistent import pmap, pvector
 
-from gapless.impl.dft import healing, partitions, publications, subscriptions
+from gapless.impl.dft import arrivals, healing, partitions, publications, subscriptions
 from gapless.impl.dft.messages import SubConfirm, SubMsg, SyncStart, SyncSummary, SyncTransfer
 from gapless.impl.dft.routing import active_sessions
 from gapless.impl.dft.state import Accepted, BrokerState, SyncState
@@ -94,6 +94,7 @@ def start(state: BrokerState, gained: Iterable[str]) -> Step:
         for x in sorted(gained):
             if x not in syncing:
                 syncing = syncing.set(x, SyncState())
+                effects += arrivals.tell(state, x)
                 effects += partitions.known_within(state, x)
                 effects.append(Send(to=x, msg=SyncStart(recovering=not state.restored)))
     if syncing is state.syncing:
@@ -118,6 +119,7 @@ def on_sync_start(state: BrokerState, sender: str, msg: SyncStart) -> Step:
     if msg.recovering and sender not in state.syncing and state.policy.sync_on_activation:
         state = attrs.evolve(state, syncing=state.syncing.set(sender, SyncState()))
         state = with_fwd(state)
+        effects += arrivals.tell(state, sender)
         effects += partitions.known_within(state, sender)
         effects.append(Send(to=sender, msg=SyncStart(recovering=not state.restored)))
     return state, tuple(effects)
