@@ -119,3 +119,43 @@ def test_restarted_brokers_relearn_their_tables(policy: DFTPolicy) -> None:
     assert net.delivered("S") == []
     assert _verdict(net) is None
     assert {"C1", "C2", "C3"} <= holders(net, P)
+
+
+@pytest.mark.parametrize("policy", [PAPER_POLICY, DPT_DELTA, NO_RELEARN_DPT_DELTA])
+def test_a_broker_cut_off_from_the_detector_tags_with_its_own_pid(policy: DFTPolicy) -> None:
+    """Case (c) of the DPT argument (``spec/dft.md``): C3 is down while C2 detects
+    p = (C2, 2, <C1>) and S's subscription bypasses it; link C2-C3 fails too. At its restart
+    C3 never hears of p under ``dpt-delta`` (no holder within δ can reach it: the table
+    within δ is incomplete even with relearning), and the publications of
+    C0 pass C1, then C3, bypassing C2 — but C3 detects q = (C3, 1, <C2>), which covers C2
+    and beyond; its confirmation in C4's partial recovery puts q in S's tags in place of
+    C4's recovered pid (the notifier), and C3 tags the publications with q: excluded. S's
+    earlier subscriber A, accepted untagged, gets every one of them (bounded delivery)."""
+    net = Net(CHAIN, config=DFTConfig(delta=1), policy=policy)
+    net.subscribe("C5", "A", "true")
+    net.drain()
+    net.crash("C3")
+    net.drain()
+    net.fail_link("C1", "C2")
+    net.drain()
+    net.fail_link("C2", "C3")
+    net.drain()
+    net.subscribe("C5", "S", "true")
+    net.drain()
+    p = Pid(detector="C2", counter=2, pnodes=("C1",))
+    r = Pid(detector="C4", counter=1, pnodes=("C3",))
+    assert net.broker("C5").srt["S/0"].conf_tags == {p, r}
+    net.publish("C0", x=1)
+    net.drain()
+    net.restart("C3")
+    net.drain()
+    q = Pid(detector="C3", counter=1, pnodes=("C2",))
+    assert net.broker("C5").srt["S/0"].conf_tags == {p, q}
+    # within δ of C2, C3 never hears of p unless a broker within 2δ tells it (C4, paper)
+    assert (p in net.broker("C3").pt) == (policy is PAPER_POLICY)
+    for _ in range(2):
+        net.publish("C0", x=1)
+        net.drain()
+    assert net.delivered("S") == []
+    assert net.delivered("A") == [("C0", 1), ("C0", 2), ("C0", 3)]
+    assert _verdict(net) is None
