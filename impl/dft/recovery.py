@@ -189,8 +189,13 @@ def on_sync_transfer(state: BrokerState, sender: str, msg: SyncTransfer) -> Step
 
 def on_sub_confirm(state: BrokerState, sender: str, msg: SubConfirm) -> Step:
     """A confirmation: of a pending subscription (Figure 5 l. 12-17), or of one this broker
-    transferred as ``sender``'s sync-point (step iv)."""
-    if msg.sid in state.pending:
+    transferred as ``sender``'s sync-point (step iv). A subscription can be both — pending
+    here (a sync's transfer from ``sender`` being propagated) and awaited from ``sender``
+    by this broker's own sync of it: the confirmation is the pending one's only when
+    ``sender`` is in its Out_s (else the sync waited for it forever: found with the
+    stateful machine, ``tests/dft/test_dft4_replays.py``)."""
+    pending = state.pending.get(msg.sid)
+    if pending is not None and sender in pending.outs:
         state, effects = subscriptions.on_sub_confirm(state, sender, msg)
         state, more = check_restored(state)
         return state, (*effects, *more)
