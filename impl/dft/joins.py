@@ -31,11 +31,18 @@ reachable: B establishes its session to J, as a failure-detector report would
 session is active and B becomes J's sync-point. A report about J that came before B knew
 of J was ignored (J was outside the neighbourhood); the notification replaces it.
 
+*A broker that has not joined yet* (:class:`Unjoined`) is how the world runs a join: the
+broker is in the world's graph from the start, absent (a crash, for the world and the
+invariants) until the join; the restart that ends that absence is the join — it becomes
+:func:`new_joiner`'s state and announces itself. Before, it ignores every input.
+
 Our additions (``spec/dft.md``, "Joins during a run"): the flood of the news beyond the
 Δ-neighbourhood (our roles read every path from the tree), and the repetition at syncs.
 """
 
 from __future__ import annotations
+
+from typing import final
 
 import attrs
 from pyrsistent import pvector
@@ -48,7 +55,7 @@ from gapless.impl.dft.tree import PrimaryTree
 from gapless.impl.effects import Effect, Send
 from gapless.impl.inputs import LinkChanged
 
-__all__ = ["new_joiner", "on_arrival"]
+__all__ = ["Unjoined", "new_joiner", "on_arrival"]
 
 Step = tuple[BrokerState, tuple[Effect, ...]]
 
@@ -72,6 +79,25 @@ def new_joiner(
         arrivals=pvector([*arrivals, (me, attach_to)]),
         restored=not policy.sync_on_activation,
     )
+
+
+@final
+@attrs.frozen(kw_only=True)
+class Unjoined:
+    """Broker ``me``, to join ``tree`` by a primary link to ``attach_to``, not there yet
+    (see the module doc): ``absent`` once the world has taken it out (its join is the
+    restart that follows)."""
+
+    me: str
+    attach_to: str
+    tree: PrimaryTree
+    config: DFTConfig
+    policy: DFTPolicy
+    absent: bool = False
+
+    def joined(self) -> BrokerState:
+        """The newcomer's state at its join."""
+        return new_joiner(self.me, self.attach_to, self.tree, (), self.config, self.policy)
 
 
 def on_arrival(state: BrokerState, sender: str, msg: Arrival) -> Step:

@@ -23,6 +23,7 @@ import attrs
 from gapless.impl.dft import broker, joins, naive
 from gapless.impl.dft.arrivals import Arrival, announce
 from gapless.impl.dft.config import PAPER_POLICY, DFTConfig, DFTPolicy
+from gapless.impl.dft.joins import Unjoined
 from gapless.impl.dft.messages import PartitionHealed, PartitionInfo, PubMsg, SubMsg
 from gapless.impl.dft.naive import NaiveState
 from gapless.impl.dft.state import BrokerState, new_broker
@@ -31,9 +32,9 @@ from gapless.impl.effects import Effect, Rejected
 from gapless.impl.errors import ProtocolMisuse
 from gapless.impl.inputs import Input, Receive, Restart
 
-__all__ = ["Role", "crash", "handle", "new_joiner", "new_role"]
+__all__ = ["Role", "Unjoined", "crash", "handle", "new_joiner", "new_role", "unjoined"]
 
-Role = BrokerState | NaiveState
+Role = BrokerState | NaiveState | Unjoined
 
 
 def new_role(
@@ -61,6 +62,21 @@ def new_joiner(
             "(the naive baseline does not model joins during a run)"
         )
     return joins.new_joiner(me, attach_to, tree, arrivals, config, policy)
+
+
+def unjoined(
+    me: str,
+    attach_to: str,
+    tree: PrimaryTree,
+    config: DFTConfig | None = None,
+    policy: DFTPolicy = PAPER_POLICY,
+) -> Role:
+    """Broker ``me``, to join ``tree`` under ``attach_to`` when the world first restarts it
+    after taking it out (:class:`~gapless.impl.dft.joins.Unjoined`); checked now."""
+    new_joiner(me, attach_to, tree, (), config, policy)
+    return Unjoined(
+        me=me, attach_to=attach_to, tree=tree, config=config or DFTConfig(), policy=policy
+    )
 
 
 def _unknown(state: BrokerState, inp: Receive) -> str | None:
@@ -97,6 +113,10 @@ def handle(state: Role, inp: Input, now: int) -> tuple[Role, tuple[Effect, ...]]
     """One step of either broker kind."""
     if isinstance(state, NaiveState):
         return naive.handle(state, inp, now)
+    if isinstance(state, Unjoined):
+        if isinstance(inp, Restart) and state.absent:
+            return _handle_dft(state.joined(), inp, now)
+        return state, ()
     return _handle_dft(state, inp, now)
 
 
@@ -104,5 +124,7 @@ def crash(state: Role) -> Role:
     """The state after a crash (a broker keeps the joins it knows of with its tree)."""
     if isinstance(state, NaiveState):
         return naive.new_naive(state.me, state.tree, reachable=False)
+    if isinstance(state, Unjoined):
+        return attrs.evolve(state, absent=True)
     after = broker.crash(state)
     return attrs.evolve(after, arrivals=state.arrivals) if state.arrivals else after
