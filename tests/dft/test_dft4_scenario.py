@@ -4,10 +4,14 @@ newcomers never get the subscriptions of before)."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import attrs
 
-from gapless.models.run import simulate
+from gapless.invariants.dft_tracefile import trace_check, write_dft_trace
+from gapless.models.run import run_context, simulate
 from gapless.models.runner import run_scenario, scenario
+from gapless.spec.filters import reference_matcher
 
 
 def test_dft_join_is_clean_and_everyone_is_served() -> None:
@@ -36,3 +40,16 @@ def test_dft_join_under_no_sync_is_caught() -> None:
     # J13 never accepted S7 (no transfer), yet its publication reached S7 through it
     assert outcome.verdict == "violation"
     assert outcome.invariant in ("safety", "bounded_delivery", "gapless")
+
+
+def test_dft_join_trace_file_round_trip(tmp_path: Path) -> None:
+    """The arrival notifications are written and read back; the file's verdict is the
+    online one."""
+    sc = scenario("dft-join")
+    out = simulate(sc.spec, sc.schedule, 0, record_trace=True)
+    path = tmp_path / "join.jsonl"
+    write_dft_trace(path, run_context(sc.spec, 0), out.trace or ())
+    tf, violation = trace_check(path, matches=reference_matcher())
+    assert violation is None
+    sent = [r.detail.msg for r in tf.records if r.kind == "send"]
+    assert any(type(m).__name__ == "Arrival" for m in sent)
