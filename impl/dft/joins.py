@@ -115,7 +115,8 @@ def on_arrival(state: BrokerState, sender: str, msg: Arrival) -> Step:
         state = attrs.evolve(state, tree=tree, hood=hood, arrivals=arrivals)
         news = Arrival(joins=tuple(arrivals))
         effects += [Send(to=x, msg=news) for x in sorted(state.established) if x != sender]
-    if sender in state.hood and sender not in state.established:
+    newcomer = any(b == sender for b, _ in state.arrivals)
+    if newcomer and sender in state.hood and sender not in state.established:
         state, more = on_link_changed(state, LinkChanged(neighbour=sender, up=True))
         effects += more
     return state, tuple(effects)
