@@ -105,9 +105,19 @@ def known_within(state: BrokerState, x: str) -> tuple[Effect, ...]:
 
 def subscription_tags(state: BrokerState, sub: SubMsg, to: str) -> frozenset[Pid]:
     """``sub``'s tags when sent to ``to``: plus every known pid ``to`` is beyond [Figure 5
-    lines 21-23]."""
-    tree = state.tree
-    extra = frozenset(p for p in state.pt if tree.beyond(p.detector, p.pnodes, to))
+    lines 21-23] — when this hop crosses the partition, i.e. this broker is not itself on
+    or beyond it. A subscription coming *from* beyond a partition towards its detector is
+    not tagged: at a pnode the tag would make it an island copy (CheckSubTags, accepted and
+    never confirmed), the pnode's sender would wait for a confirmation that never comes,
+    and the pnode's acceptance would be invisible to the invariants (the random search of
+    dft4 found exactly that, δ = 2: ``tests/dft/test_dft4_replays.py``)."""
+    tree, me = state.tree, state.me
+    extra = frozenset(
+        p
+        for p in state.pt
+        if tree.beyond(p.detector, p.pnodes, to)
+        and not tree.on_or_beyond(p.detector, p.pnodes, me)
+    )
     return sub.tags | extra if extra else sub.tags
 
 

@@ -1,6 +1,5 @@
-"""Replays of what the dft4 searches found [DFT §VIII-A], each kept as found (the stateful
-machine's rules, 13-broker complete tree, δ = 1), run with the policy it was found under
-and the paper's."""
+"""Replays of what the dft4 searches found [DFT §V, §VIII-A], each kept as found and
+judged by every invariant."""
 
 from __future__ import annotations
 
@@ -9,6 +8,10 @@ from _dft_net import Net
 from test_dft_stateful import TREE, DFTMachine
 
 from gapless.impl.dft.config import PAPER_POLICY, DFTConfig, DFTPolicy
+from gapless.impl.dft.messages import SubMsg
+from gapless.impl.dft.tree import PrimaryTree
+from gapless.invariants.dft import DFTContext, check_dft_trace
+from gapless.spec.filters import reference_matcher
 
 CROSSED_SYNCS = (
     ("fail_link", ("B1", "B0")),
@@ -59,3 +62,56 @@ def test_crossed_syncs_share_a_confirmation(policy: DFTPolicy) -> None:
     its Out_s: dropped). B0's sync of B1 waited forever, so B0's pids holding B1 never
     recovered and S1 at B2 never heard from B1 again (``live_after_heal``)."""
     _replay(policy, CROSSED_SYNCS)
+
+
+def test_a_subscription_from_beyond_is_not_tagged_into_an_island_copy() -> None:
+    """Found by a random search (chain of 9, δ = 2; a safety violation of the paper's
+    policy, on main before dft4 too): link C1-C0 fails, C0 detects (C0, 1, <C1>); S0
+    subscribes at C6; C3 sent it on to C2 tagged with that pid (C2 is beyond C1 from C0),
+    so C1, a pnode, took it for an island copy: accepted at once, never confirmed, not
+    visible as an acceptance. After link C2-C1 failed and healed, C1 published: its
+    publication reached S0 through a broker that, for the invariants, never accepted S0
+    (``safety``). A hop is tagged only when it crosses into the partition's far side."""
+    chain = PrimaryTree.build([(f"C{i}", f"C{i - 1}" if i else None) for i in range(9)])
+    net = Net(chain, config=DFTConfig(delta=2))
+    steps: list[tuple[str, tuple[str, ...]]] = [
+        ("fail", ("C1", "C0")),
+        ("pub", ("C5",)),
+        ("sub", ("C6",)),
+        ("fail", ("C2", "C1")),
+        ("crash", ("C0",)),
+        ("fail", ("C7", "C6")),
+        ("pub", ("C1",)),
+        ("pub", ("C3",)),
+        ("heal", ("C2", "C1")),
+        ("fail", ("C8", "C7")),
+        ("pub", ("C1",)),
+        ("crash", ("C7",)),
+        ("pub", ("C8",)),
+    ]
+    for kind, args in steps:
+        if kind == "fail":
+            net.fail_link(*args)
+        elif kind == "heal":
+            net.heal_link(*args)
+        elif kind == "crash":
+            net.crash(args[0])
+        elif kind == "sub":
+            net.subscribe(args[0], "S0", "true")
+        else:
+            net.publish(args[0], x=1)
+        net.drain()
+    ctx = DFTContext(tree=chain, delta=2, matches=reference_matcher())
+    v, _ = check_dft_trace(net.records, ctx)
+    assert v is None, v.explain() if v else ""
+    c2_to_c1 = [
+        r.detail.msg
+        for r in net.records
+        if r.kind == "send"
+        and r.node == "C2"
+        and r.detail.to == "C1"
+        and isinstance(r.detail.msg, SubMsg)
+    ]
+    assert c2_to_c1
+    assert all(not m.tags for m in c2_to_c1)
+    assert net.delivered("S0")[:2] == [("C1", 1), ("C3", 1)]
