@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import pytest
 from _dft_net import Net
+from test_dft4_stateful import DFTJoinMachine
 from test_dft_stateful import TREE, DFTMachine
 
 from gapless.impl.dft.config import PAPER_POLICY, DFTConfig, DFTPolicy
@@ -115,3 +116,28 @@ def test_a_subscription_from_beyond_is_not_tagged_into_an_island_copy() -> None:
     assert c2_to_c1
     assert all(not m.tags for m in c2_to_c1)
     assert net.delivered("S0")[:2] == [("C1", 1), ("C3", 1)]
+
+
+def test_news_of_a_join_precedes_partition_information_on_a_new_session() -> None:
+    """Found by the join machine (seed 3, 200 examples): J1's notification to B6 was lost
+    (B6 unreachable at J1's start); later J1's session to B6 became established but not
+    active, so no sync told B6 of J1 — and J1 passed partition information to B6 over it:
+    a message from a broker B6 had never heard of (``Rejected``). Every newly established
+    session now hears of the joins first."""
+    m = DFTJoinMachine()
+    m.crash(i=25)
+    m.crash(i=25)
+    m.fail_link(i=23)
+    m.join(i=33)
+    m.fail_link(i=1)
+    m.crash(i=20)
+    m.crash(i=17)
+    m.subscribe(flt="true", i=32)
+    m.join(i=15)
+    m.subscribe(flt="true", i=35)
+    m.fail_link(i=33)
+    m.restart(i=0)
+    m.restart(i=6)
+    m.nothing_rejected()
+    m.safety_holds()
+    m.teardown()
