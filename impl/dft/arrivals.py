@@ -14,9 +14,10 @@ each naming a primary link to a broker already in the tree. It travels:
 * from the newcomer to every broker of its Δ-neighbourhood, at its start (:func:`announce`);
 * from a broker that learned of new joins to its established sessions
   (:mod:`gapless.impl.dft.joins`), like partition information [DFT §IV];
-* ahead of every partial recovery's ``SyncStart`` (:func:`tell`), so a broker that was
-  unreachable when the news passed (crashed, or behind a failed link) learns it before any
-  message that names the newcomer can reach it over that session (FIFO sessions [DFT §II]).
+* on every newly established session, and ahead of every partial recovery's ``SyncStart``
+  (:func:`tell`), so a broker that was unreachable when the news passed (crashed, or behind
+  a failed link) learns it before any message that names the newcomer can reach it over
+  that session (FIFO sessions [DFT §II]).
 
 This module holds only the message and the senders: it is imported by
 :mod:`gapless.impl.dft.recovery`, below the handler.

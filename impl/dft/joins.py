@@ -23,9 +23,10 @@ subscriptions propagate as any other (Figure 5). At its start it notifies its
 *A broker B learning of arrivals* (:func:`on_arrival`) extends its tree with the joins it
 did not know (in order), recomputes its Δ-neighbourhood, remembers them (``arrivals``: to
 pass on) and tells its other established sessions — the routing layer's update travels
-like partition information [DFT §IV]; a broker also repeats what it knows ahead of every
-partial recovery it starts (:func:`gapless.impl.dft.arrivals.tell`), so every message
-naming J reaches a broker after the news did. A notification from J itself proves J
+like partition information [DFT §IV]; a broker also repeats what it knows on every newly
+established session and ahead of every partial recovery it starts
+(:func:`gapless.impl.dft.arrivals.tell`), so every message naming J reaches a broker after
+the news did. A notification from J itself proves J
 reachable: B establishes its session to J, as a failure-detector report would
 (:func:`gapless.impl.dft.sessions.on_link_changed`) — when J is B's primary neighbour, the
 session is active and B becomes J's sync-point. A report about J that came before B knew
