@@ -115,8 +115,7 @@ def subscription_tags(state: BrokerState, sub: SubMsg, to: str) -> frozenset[Pid
     extra = frozenset(
         p
         for p in state.pt
-        if tree.beyond(p.detector, p.pnodes, to)
-        and not tree.on_or_beyond(p.detector, p.pnodes, me)
+        if tree.beyond(p.detector, p.pnodes, to) and not tree.on_or_beyond(p.detector, p.pnodes, me)
     )
     return sub.tags | extra if extra else sub.tags
 
