@@ -47,7 +47,9 @@ import attrs
 import cattrs
 from pyrsistent import PMap, pmap
 
+from gapless.impl.dft.arrivals import Arrival
 from gapless.impl.dft.messages import (
+    DFTWire,
     PartitionHealed,
     PartitionInfo,
     Pid,
@@ -87,8 +89,12 @@ _MESSAGES: Final[Mapping[str, type]] = {
         SyncStart,
         SyncSummary,
         SyncTransfer,
+        Arrival,
     )
 }
+
+_OTHER: Final = DFTWire(kind="other", key=None)
+"""The wire summary of a message the invariants do not read (the binding's, too)."""
 
 _conv = cattrs.Converter(unstruct_collection_overrides={Set: list})
 _conv.register_unstructure_hook_func(
@@ -236,7 +242,7 @@ def _detail_in(line: int, kind: str, d: dict[str, Any]) -> Any:
         return Persist(key=tuple(d["key"]), value=value)
     if kind in ("send", "receive"):
         msg = _msg_in(line, d["msg"])
-        w = wire(msg)
+        w = wire(msg) or _OTHER  # an Arrival [DFT §I]: no wire summary of its own
         if kind == "send":
             return Sent(to=d["to"], msg=msg, wire=w)  # type: ignore[arg-type]  # a DFTWire
         return Received(sender=d["sender"], msg=msg, wire=w)  # type: ignore[arg-type]

@@ -11,6 +11,13 @@ order). A crashed broker is then reported unreachable by every broker of its nei
 a failed edge by its two ends — the failure detector of [DFT §II]. A broker ignores reports
 about brokers outside its own Δ-neighbourhood.
 
+A topology may name brokers that join during the run, ``graph.graph["dft_late"]``
+(``(broker, attach_to)``, each under a broker of the initial tree): they are in the graph
+and the primary tree the invariants read from the start, and in the world a crash from
+time 0 to the join — absent, for the world and the invariants alike; their role is
+:class:`~gapless.impl.dft.joins.Unjoined` until the restart that ends the crash, their join
+[DFT §I, §II] (:data:`JOIN_EVENTS`, topology ``dft-join``).
+
 Pubends are named after the brokers that host them (a publication's source is its broker
 [DFT §V-VI]); subscribers sit at the nodes whose role is ``"shb"``.
 
@@ -32,7 +39,7 @@ import networkx as nx
 
 from gapless.impl.dft.config import PAPER_POLICY, DFTConfig
 from gapless.impl.dft.messages import DFTWire, wire
-from gapless.impl.dft.role import crash, handle, new_role
+from gapless.impl.dft.role import crash, handle, new_role, unjoined
 from gapless.impl.dft.tree import PrimaryTree, complete_tree
 from gapless.impl.dft.variants import VARIANTS
 from gapless.impl.effects import Persist
@@ -48,12 +55,15 @@ __all__ = [
     "GAP_S1_AFTER_HEAL_US",
     "GAP_S1_HEAL_US",
     "GAP_S1_LINK_FAIL_US",
+    "JOIN_EVENTS",
+    "JOIN_FAIL_US",
     "MAX_RADIUS",
     "TOPOLOGIES",
     "DFTBinding",
     "check_context",
     "fig10",
     "gap_s1",
+    "join_topology",
     "make_binding",
     "overlay",
     "slow_branch",
@@ -138,6 +148,57 @@ def gap_s1() -> nx.Graph:
     return g
 
 
+#: ``dft-join``: J13 joins under B4 at 0.3 s, J14 under B9 at 0.5 s; link B1-B4 (J13's
+#: way up) fails from 0.8 s to 1.2 s.
+JOIN_AT_US: Final = (("J13", "B4", 300_000), ("J14", "B9", 500_000))
+JOIN_FAIL_US: Final = (800_000, 1_200_000)
+JOIN_EVENTS: Final = (
+    *(
+        FaultEvent(kind="crash", at_us=0, duration_us=at, target=b, stream=0)
+        for b, _, at in JOIN_AT_US
+    ),
+    FaultEvent(
+        kind="link_fail",
+        at_us=JOIN_FAIL_US[0],
+        duration_us=JOIN_FAIL_US[1] - JOIN_FAIL_US[0],
+        target="B1|B4",
+        stream=0,
+    ),
+)
+"""The faults of scenario ``dft-join``: each join as the end of an absence from time 0."""
+
+
+def join_topology() -> nx.Graph:
+    """The 13-broker complete tree (fanout 3) and two brokers joining during the run, J13
+    under B4 and J14 under B9 (:data:`JOIN_AT_US`) [DFT §I, §II], with a scripted workload:
+    S7 at B7 and S12 at B12 (``x == 1``) from the start, SJ13 at J13 and SJ14 at J14 as
+    their brokers join; B0 publishes before the joins, then B0, B12, J13 and J14 publish
+    every 0.2 s from 0.6 s to 1.8 s (through the failure of link B1-B4 and after its heal);
+    every publication has ``x == 1``."""
+    tree = complete_tree(13, 3)
+    for b, a, _ in JOIN_AT_US:
+        tree = tree.join(b, a)
+    pubs = ["B0", "B12", "J13", "J14"]
+    g = overlay(tree, pubs, ["B7", "B12", "J13", "J14"])
+    g.graph["dft_late"] = tuple((b, a) for b, a, _ in JOIN_AT_US)
+    events = [PublishEvent(at_us=100_000, pubend="B0", index=0, attributes={"x": 1})]
+    for k, t in enumerate(range(600_000, 1_900_000, 200_000)):
+        events += [
+            PublishEvent(at_us=t + i, pubend=p, index=k + (p == "B0"), attributes={"x": 1})
+            for i, p in enumerate(pubs)
+        ]
+    g.graph["script"] = Workload(
+        publishes=tuple(events),
+        subscriptions=(
+            Subscription(name="S7", shb="B7", filter="true"),
+            Subscription(name="S12", shb="B12", filter="x == 1"),
+            Subscription(name="SJ13", shb="J13", filter="true"),
+            Subscription(name="SJ14", shb="J14", filter="true"),
+        ),
+    )
+    return g
+
+
 def fig10(n: int, fanout: int = 3, publishers: int = 10, seed: int = 0) -> nx.Graph:
     """The §IX-B network, our setup (the paper gives none): the complete tree of ``n``
     brokers, a subscriber at every broker, ``publishers`` pubends at brokers drawn with
@@ -150,6 +211,7 @@ def fig10(n: int, fanout: int = 3, publishers: int = 10, seed: int = 0) -> nx.Gr
 TOPOLOGIES: Final[Mapping[str, Callable[[], nx.Graph]]] = {
     "dft-fig1": fig1,
     "dft-gap-s1": gap_s1,
+    "dft-join": join_topology,
     "dft-slow-branch": slow_branch,
     "dft-chain6": chain6,
     "dft-tree13": tree13,
@@ -168,7 +230,9 @@ class DFTBinding:
     """DFT roles as the world drives them (see module doc)."""
 
     def __init__(self, graph: nx.Graph, config: DFTConfig, policy: Any) -> None:
-        self.tree = tree_of(graph)
+        self.late: tuple[tuple[str, str], ...] = tuple(graph.graph.get("dft_late", ()))
+        gone = {b for b, _ in self.late}
+        self.tree = PrimaryTree.build(j for j in graph.graph["dft_joins"] if j[0] not in gone)
         self.config = config
         self.policy = policy
         self.handle = handle
@@ -179,7 +243,12 @@ class DFTBinding:
         self.min_repetition_us = 1  # no nacks in DFT
 
     def initial_states(self) -> dict[str, Any]:
-        return {b: new_role(b, self.tree, self.config, self.policy) for b in self.tree.order}
+        states: dict[str, Any] = {
+            b: new_role(b, self.tree, self.config, self.policy) for b in self.tree.order
+        }
+        for b, a in self.late:
+            states[b] = unjoined(b, a, self.tree, self.config, self.policy)
+        return states
 
     def publish_input(self, event: PublishEvent) -> Publish:
         return Publish(pubend=event.pubend, attributes=event.attributes, size=event.size)
@@ -224,8 +293,14 @@ def check_context(
 
 def within_budget(graph: nx.Graph, active: tuple[FaultEvent, ...]) -> bool:
     """Is every (pubend host, subscriber host) pair within δ failures [DFT §II] under the
-    ``active`` faults?"""
-    crashed = {e.target for e in active if e.kind in ("crash", "stall_broker", "fail")}
+    ``active`` faults? A late broker's absence before its join (a crash from time 0 of a
+    broker of ``graph.graph["dft_late"]``) is no failure: it is not in the system yet."""
+    late = {b for b, _ in graph.graph.get("dft_late", ())}
+    crashed = {
+        e.target
+        for e in active
+        if e.kind in ("crash", "stall_broker", "fail") and not (e.target in late and e.at_us == 0)
+    }
     failed = {
         frozenset(e.target.split("|")) for e in active if e.kind in ("link_fail", "stall_link")
     }

@@ -1,4 +1,5 @@
-"""DFT scenarios: ``dft-gap-s1``, the §I gap on Figure 1's network [DFT §I].
+"""DFT scenarios: ``dft-gap-s1``, the §I gap on Figure 1's network [DFT §I]; ``dft-join``,
+brokers joining during a run [DFT §I, §II].
 
 Theory of operation
 -------------------
@@ -21,6 +22,17 @@ for the plot; ``s2_after_heal``: the publications published after the heal that 
 delivered in the δ-FT run (partition recovery lifts the exclusion: p4, p5). Pass marks: the
 naive run is caught by ``gapless``, the δ-FT run is clean, and S2 gets p4 and p5.
 
+``dft-join`` (topology :func:`gapless.models.dft_binding.join_topology`): J13 joins under B4
+at 0.3 s and J14 under B9 at 0.5 s (each the end of an absence from time 0, the world's way
+of running a join); their subscribers connect as they join; link B1-B4, J13's way up,
+fails from 0.8 s to 1.2 s. JSON: what each subscriber was delivered, per source
+(``delivered``), the joins, ``rejected`` (messages naming a broker their receiver had not
+heard of: none is the claim), the verdict. Pass marks: the run is clean under every
+invariant; S7 (subscribed before the joins) gets every publication of the newcomers;
+SJ13 and SJ14 get every publication published after they joined that their
+acceptance did not exclude — SJ13, accepted untagged, everything from B0, B12 and J14
+published from 0.6 s on (through the failure: B4 bypasses B1).
+
 The naive run is a :class:`~gapless.models.world.World` wired to the DFT checker here, not
 through :mod:`gapless.models.run` (which reads the protocol table this module is part of).
 """
@@ -37,6 +49,8 @@ from gapless.invariants.dft import DFT_SAFETY, DFTChecker
 from gapless.models.dft_binding import (
     GAP_S1_HEAL_US,
     GAP_S1_LINK_FAIL_US,
+    JOIN_AT_US,
+    JOIN_EVENTS,
     check_context,
     gap_s1,
     make_binding,
@@ -47,7 +61,7 @@ from gapless.models.runspec import RunSpec
 from gapless.models.world import World
 from gapless.spec.filters import reference_matcher
 
-__all__ = ["SCENARIOS", "gap_figures", "gap_pass_marks"]
+__all__ = ["SCENARIOS", "gap_figures", "gap_pass_marks", "join_figures", "join_pass_marks"]
 
 _SPEC: Final = RunSpec(
     protocol="dft",
@@ -161,6 +175,63 @@ def gap_pass_marks(name: str, figures: dict[str, Any]) -> dict[str, bool]:
     }
 
 
+_JOIN_SPEC: Final = RunSpec(
+    protocol="dft",
+    topology="dft-join",
+    duration_us=2_000_000,
+    drain_us=1_000_000,
+    config=(("delta", 1),),
+)
+
+
+def _per_source(records: Any) -> dict[str, dict[str, list[int]]]:
+    """Per subscriber, per source, the publication numbers delivered, in order."""
+    got: dict[str, dict[str, list[int]]] = {}
+    for r in records:
+        if r.kind == "deliver":
+            for d in deliveries(r.detail):
+                got.setdefault(d.subscriber, {}).setdefault(d.pubend, []).append(d.tick)
+    return got
+
+
+def join_figures(scenario: Scenario, outcome: Any, brokers: tuple[str, ...]) -> dict[str, Any]:
+    """The figures of ``dft-join`` (see module doc)."""
+    records = outcome.trace or ()
+    published: dict[str, list[tuple[float, int]]] = {}
+    for r in records:
+        if r.kind == "publish":
+            seq = published.setdefault(r.detail.pubend, [])
+            seq.append((r.time / 1e6, len(seq) + 1))
+    return {
+        "scenario": scenario.name,
+        "joins": [[b, a, at / 1e6] for b, a, at in JOIN_AT_US],
+        "delivered": _per_source(records),
+        "published": {p: [n for _, n in v] for p, v in sorted(published.items())},
+        "published_from_0_6_s": {
+            p: [n for t, n in v if t >= 0.6] for p, v in sorted(published.items())
+        },
+        "rejected": [repr(r.detail) for r in records if r.kind == "rejected"],
+        "violation": outcome.invariant,
+        "verdict": outcome.verdict,
+    }
+
+
+def join_pass_marks(name: str, figures: dict[str, Any]) -> dict[str, bool]:
+    """The claims of ``dft-join`` (see module doc)."""
+    got = figures["delivered"]
+    late = figures["published_from_0_6_s"]
+    return {
+        "run clean": figures["violation"] is None and figures["verdict"] == "pass",
+        "no message names an unknown broker": not figures["rejected"],
+        "S7 gets the newcomers' flows": all(
+            got.get("S7", {}).get(j) == figures["published"][j] for j in ("J13", "J14")
+        ),
+        "SJ13 gets every flow from 0.6 s": all(
+            got.get("SJ13", {}).get(p, [])[-len(late[p]) :] == late[p] for p in ("B0", "B12", "J14")
+        ),
+    }
+
+
 SCENARIOS: Final = (
     Scenario(
         name="dft-gap-s1",
@@ -172,6 +243,16 @@ SCENARIOS: Final = (
         figures=gap_figures,
         pass_marks=gap_pass_marks,
         plot="dft-gap",
+    ),
+    Scenario(
+        name="dft-join",
+        protocol="dft",
+        description="J13 and J14 join the 13-broker tree during the run (then link B1-B4 "
+        "fails and heals); old and new subscribers, old and new publishers",
+        spec=_JOIN_SPEC,
+        events=JOIN_EVENTS,
+        figures=join_figures,
+        pass_marks=join_pass_marks,
     ),
 )
 """DFT's scenarios."""

@@ -116,6 +116,10 @@ class DFTPolicy:
     #: partition tables within DPT [DFT §VIII-A steps (iv), (v)]. False keeps pids forever:
     #: safe, but a subscription accepted during a partition never hears from it again.
     recover_partitions: bool = True
+    #: A sync-point tells a broker it activates a session to the pids of its partition
+    #: table within DPT of it, before the sync (our addition, ``spec/dft.md``, "Partition
+    #: tables"): a restarted or newly joined broker relearns the pids it must tag with.
+    relearn_partitions: bool = True
 
     def dpt(self, config: DFTConfig) -> int:
         """The partition-table radius this policy uses."""

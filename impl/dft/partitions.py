@@ -36,6 +36,7 @@ from gapless.impl.effects import Effect, Send
 __all__ = [
     "confirmation_tags",
     "detect",
+    "known_within",
     "on_partition_info",
     "publication_tags",
     "subscription_tags",
@@ -83,11 +84,39 @@ def on_partition_info(
     return attrs.evolve(state, pt=state.pt.add(pid)), _announce(state, pid, sender)
 
 
+def known_within(state: BrokerState, x: str) -> tuple[Effect, ...]:
+    """Partition information for ``x``, a broker this broker just activated a session to:
+    every pid of its table whose detector is within DPT of ``x`` [DFT §IV]. Our addition:
+    a broker that restarted (its table is soft state) or joined after a partition formed
+    learns the pids it must tag with from its sync-points, before their transfers
+    [DFT §VIII-A]; else its table lacks them and, DPT brokers all restarted on a
+    publication's path, an untagged publication from a partition reaches a subscription
+    that excluded it (``tests/dft/test_dft4_tables.py``)."""
+    if not state.policy.relearn_partitions or not state.pt:
+        return ()
+    dpt = state.policy.dpt(state.config)
+    tree = state.tree
+    return tuple(
+        Send(to=x, msg=PartitionInfo(pid=p))
+        for p in sorted(state.pt, key=lambda p: (p.detector, p.counter))
+        if p.detector in tree and tree.distance(x, p.detector) <= dpt
+    )
+
+
 def subscription_tags(state: BrokerState, sub: SubMsg, to: str) -> frozenset[Pid]:
     """``sub``'s tags when sent to ``to``: plus every known pid ``to`` is beyond [Figure 5
-    lines 21-23]."""
-    tree = state.tree
-    extra = frozenset(p for p in state.pt if tree.beyond(p.detector, p.pnodes, to))
+    lines 21-23] — when this hop crosses the partition, i.e. this broker is not itself on
+    or beyond it. A subscription coming *from* beyond a partition towards its detector is
+    not tagged: at a pnode the tag would make it an island copy (CheckSubTags, accepted and
+    never confirmed), the pnode's sender would wait for a confirmation that never comes,
+    and the pnode's acceptance would be invisible to the invariants (the random search of
+    dft4 found exactly that, δ = 2: ``tests/dft/test_dft4_replays.py``)."""
+    tree, me = state.tree, state.me
+    extra = frozenset(
+        p
+        for p in state.pt
+        if tree.beyond(p.detector, p.pnodes, to) and not tree.on_or_beyond(p.detector, p.pnodes, me)
+    )
     return sub.tags | extra if extra else sub.tags
 
 

@@ -53,7 +53,7 @@ from collections.abc import Iterable
 import attrs
 from pyrsistent import pmap, pvector
 
-from gapless.impl.dft import healing, publications, subscriptions
+from gapless.impl.dft import arrivals, healing, partitions, publications, subscriptions
 from gapless.impl.dft.messages import SubConfirm, SubMsg, SyncStart, SyncSummary, SyncTransfer
 from gapless.impl.dft.routing import active_sessions
 from gapless.impl.dft.state import Accepted, BrokerState, SyncState
@@ -94,6 +94,8 @@ def start(state: BrokerState, gained: Iterable[str]) -> Step:
         for x in sorted(gained):
             if x not in syncing:
                 syncing = syncing.set(x, SyncState())
+                effects += arrivals.tell(state, x)
+                effects += partitions.known_within(state, x)
                 effects.append(Send(to=x, msg=SyncStart(recovering=not state.restored)))
     if syncing is state.syncing:
         return state, ()
@@ -117,6 +119,8 @@ def on_sync_start(state: BrokerState, sender: str, msg: SyncStart) -> Step:
     if msg.recovering and sender not in state.syncing and state.policy.sync_on_activation:
         state = attrs.evolve(state, syncing=state.syncing.set(sender, SyncState()))
         state = with_fwd(state)
+        effects += arrivals.tell(state, sender)
+        effects += partitions.known_within(state, sender)
         effects.append(Send(to=sender, msg=SyncStart(recovering=not state.restored)))
     return state, tuple(effects)
 
@@ -185,8 +189,13 @@ def on_sync_transfer(state: BrokerState, sender: str, msg: SyncTransfer) -> Step
 
 def on_sub_confirm(state: BrokerState, sender: str, msg: SubConfirm) -> Step:
     """A confirmation: of a pending subscription (Figure 5 l. 12-17), or of one this broker
-    transferred as ``sender``'s sync-point (step iv)."""
-    if msg.sid in state.pending:
+    transferred as ``sender``'s sync-point (step iv). A subscription can be both — pending
+    here (a sync's transfer from ``sender`` being propagated) and awaited from ``sender``
+    by this broker's own sync of it: the confirmation is the pending one's only when
+    ``sender`` is in its Out_s (else the sync waited for it forever: found with the
+    stateful machine, ``tests/dft/test_dft4_replays.py``)."""
+    pending = state.pending.get(msg.sid)
+    if pending is not None and sender in pending.outs:
         state, effects = subscriptions.on_sub_confirm(state, sender, msg)
         state, more = check_restored(state)
         return state, (*effects, *more)

@@ -22,7 +22,9 @@ When the active set changes, in this order [DFT §IV-VI]:
 4. queued publications update Out_p over ``fwd`` (Figure 8 OnSessionActivated,
    :func:`~gapless.impl.dft.publications.reroute`);
 5. a restarted broker checks whether its full recovery is over
-   (:func:`~gapless.impl.dft.recovery.check_restored`, [DFT §VIII-B]).
+   (:func:`~gapless.impl.dft.recovery.check_restored`, [DFT §VIII-B]);
+6. a newly established session is told first of the joins this broker knows of
+   (:func:`~gapless.impl.dft.arrivals.tell`, [DFT §I]; nothing when there were none).
 
 A report that changes nothing, or concerns a broker outside the neighbourhood (the world may
 report every overlay link it has), returns the same state and no effects.
@@ -32,7 +34,7 @@ from __future__ import annotations
 
 import attrs
 
-from gapless.impl.dft import partitions, publications, recovery, subscriptions
+from gapless.impl.dft import arrivals, partitions, publications, recovery, subscriptions
 from gapless.impl.dft.routing import active_sessions
 from gapless.impl.dft.state import BrokerState
 from gapless.impl.effects import Effect
@@ -58,4 +60,8 @@ def on_link_changed(state: BrokerState, inp: LinkChanged) -> tuple[BrokerState, 
     state, e2 = subscriptions.reroute(state, gained)
     state, e3 = publications.reroute(state, before_fwd)
     state, e4 = recovery.check_restored(state)
-    return state, (*e1, *e0, *e2, *e3, *e4)
+    # a newly established session first hears of the joins this broker knows of: partition
+    # information and healing travel over established sessions that are not active, and
+    # may name a newcomer (gapless.impl.dft.joins)
+    told = arrivals.tell(state, x) if inp.up else ()
+    return state, (*told, *e1, *e0, *e2, *e3, *e4)

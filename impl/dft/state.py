@@ -34,6 +34,9 @@ One frozen value per broker [DFT §II-VIII]; the handlers in
   whose transfer it has received since the restart; ``held`` — publications that arrived
   (or were published here) before then, processed once it is restored; ``unsent`` — its
   own publications that were unconfirmed at the crash (stable storage), re-sent first.
+* ``arrivals`` — the joins during the run this broker knows of, ``(broker, attach_to)``
+  in order (kept with the tree on stable storage), passed on to brokers that may lack
+  them [DFT §I] (:mod:`gapless.impl.dft.joins`).
 """
 
 from __future__ import annotations
@@ -137,6 +140,7 @@ class BrokerState:
     synced_from: frozenset[str] = frozenset()
     held: PVector[tuple[str | None, PubMsg]] = attrs.field(factory=pvector)
     unsent: PVector[QueuedPub] = attrs.field(factory=pvector)
+    arrivals: PVector[tuple[str, str]] = attrs.field(factory=pvector)
 
 
 def new_broker(

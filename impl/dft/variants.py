@@ -9,8 +9,9 @@ policy. ``caught_by`` names the invariants of :mod:`gapless.invariants.dft` expe
 it, ``needs`` the fault kinds it needs to show; ``tests/dft/test_dft_variants.py`` runs each
 on a small network where it shows and checks that one of those invariants catches it and
 that the paper's policy passes the same run. (``DFTPolicy.dpt_factor=1``, partition tables
-within δ instead of 2δ, is not declared: we have not yet built a run in which it loses
-safety — see ``spec/dft.md``.)
+within δ instead of 2δ, is not declared: under our reading of the tags it loses redundancy
+and the completeness of tables within δ, not safety — ``spec/dft.md``, "Partition tables",
+argues it and ``tests/dft/test_dft4_tables.py`` shows what it changes.)
 """
 
 from __future__ import annotations
