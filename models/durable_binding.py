@@ -432,6 +432,14 @@ class DurableBinding:
             return attrs_
         return None
 
+    def message_cost(self, msg: Any) -> tuple[int, int]:
+        """The world's optional capacity model (``receive_us``, ``service_us``): a knowledge
+        message carrying a data tick is one event of its ``size`` bytes; anything else is
+        control (no event, no bytes)."""
+        if type(msg) is Knowledge and msg.data is not None:
+            return 1, msg.data.size
+        return 0, 0
+
     def durable(self, persist: Persist) -> str | None:
         return "log" if type(persist.value) is DurEvent else None
 
