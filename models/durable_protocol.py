@@ -30,7 +30,7 @@ from gapless.invariants.durable import INVARIANTS
 from gapless.invariants.durable.online import DurableChecker
 from gapless.invariants.plugin import CheckContext, SubscriptionInfo
 from gapless.models.durable_binding import TOPOLOGIES, DurableConfig, make_binding
-from gapless.models.durable_scenarios import SCENARIOS
+from gapless.models.durable_scenarios import CAPACITY_TOPOLOGIES, SCENARIOS
 from gapless.models.registry import ProtocolEntry
 from gapless.models.workload import Workload
 
@@ -77,7 +77,7 @@ ENTRY: Final = ProtocolEntry(
     config_type=DurableConfig,
     correct_policy=PAPER_POLICY,
     variants=VARIANTS,
-    topologies=TOPOLOGIES,
+    topologies={**TOPOLOGIES, **CAPACITY_TOPOLOGIES},
     default_topology="dur-two",
     scenarios=tuple(SCENARIOS.values()),
     fault_kinds=FAULT_KINDS,
