@@ -14,6 +14,7 @@ from gapless.cli.simulate_cmd import PLOT_KINDS
 from gapless.models.durable_scenarios import (
     SERVICE_US,
     _crash_figures,
+    _gap_span,
     dur_line_capacity,
     durable_figures,
     report_series,
@@ -108,3 +109,13 @@ def test_plot_of_a_small_shb_crash(tmp_path: Path) -> None:
     path = tmp_path / "f7.png"
     fig.savefig(path)
     assert path.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_gap_span_covers_the_stretch_of_each_subscribers_gaps() -> None:
+    gaps = {
+        "a": [("p0", 9, 10, -1), ("p0", 19, 20, -1), ("p1", 4, 5, -1)],
+        "b": [("p0", 99, 100, -1)],
+    }
+    # a/p0 spans 9..20, a/p1 4..5, b/p0 99..100; the gap ticks themselves are 4
+    assert _gap_span(gaps) == 11 + 1 + 1
+    assert sum(t - t0 for gs in gaps.values() for _p, t0, t, _a in gs) == 4
