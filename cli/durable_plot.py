@@ -3,8 +3,9 @@
 Two panels over the run, read from the SHB's release reports in the trace (one per pubend per
 SHB tick, :func:`~gapless.models.durable_scenarios.report_series`): ``latestDelivered(p)`` and
 ``released(p)`` for pubend ``p0`` (the pubend clock in seconds: a tick is a µs), the other
-pubends thin and grey. The SHB's crash is shaded, the subscribers' reconnection and the end
-of the last catchup are marked. For ``dur-shb-crash`` this is the paper's Figure 7: flat while
+pubends thin and grey. The SHB's crash is shaded; the moment the constream had caught up
+(``constream_catchup_s`` after the restart), the subscribers' reconnection and the end of the
+last catchup are marked. For ``dur-shb-crash`` this is the paper's Figure 7: flat while
 the SHB is down, steeper while the constream nacks what it missed, ``released(p)`` flat until
 the subscribers reconnect. A scenario without a crash shows its disconnections instead.
 """
@@ -33,9 +34,12 @@ def _panel(ax: Any, series: dict[str, list[tuple[float, float]]], what: str) -> 
     ax.grid(alpha=0.3)
 
 
-def _marks(ax: Any, marks: dict[str, Any]) -> None:
+def _marks(ax: Any, marks: dict[str, Any], caught_up: float | None) -> None:
     for i, (lo, hi) in enumerate(marks["shb_down"]):
         ax.axvspan(lo, hi, color="#e06666", alpha=0.25, lw=0, label="SHB down" if i == 0 else None)
+    if caught_up is not None and marks["shb_down"]:
+        t = marks["shb_down"][0][1] + caught_up
+        ax.axvline(t, color="#ff7f0e", lw=1, ls="-.", label="constream caught up")
     for i, t in enumerate(marks["reconnect"]):
         ax.axvline(
             t, color="#2ca02c", lw=1, ls="--", label="subscribers reconnect" if i == 0 else None
@@ -58,9 +62,9 @@ def durable_figure(outcome: Any, metrics: dict[str, Any]) -> Any:
     _panel(ax1, delivered, "latestDelivered(p0)")
     _panel(ax2, released, "released(p0)")
     for ax in (ax1, ax2):
-        _marks(ax, marks)
+        _marks(ax, marks, metrics.get("constream_catchup_s"))
         ax.legend(fontsize=8, loc="upper left")
-    ax2.set_xlabel("simulated time (s); grey: pubends p1-p3")
+    ax2.set_xlabel("simulated time (s); pubends p1-p3 in grey, mostly hidden under p0")
     cu = metrics.get("catchup_s", {})
     mean = cu.get("mean")
     parts = [f"lost {metrics['lost']}, duplicates {metrics['duplicates']}"]
