@@ -84,7 +84,8 @@ def durable_figure(outcome: Any, metrics: dict[str, Any]) -> Any:
         if cap.get("events_per_s")
         else "no capacity model"
     )
-    fig.suptitle(f"{metrics['scenario']} [DUR §5.3, Figure 7]: {where}", fontsize=11)
+    paper = "[DUR §5.3, Figure 7]" if marks["shb_down"] else "[DUR §5.1]"
+    fig.suptitle(f"{metrics['scenario']} {paper}: {where}", fontsize=11)
     fig.tight_layout()
     return fig
 
