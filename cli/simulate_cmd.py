@@ -327,7 +327,7 @@ def simulate(
     raise SystemExit(0 if m["pass"] else 1)
 
 
-PLOT_KINDS = ("timeline", "dft-gap", "ges")
+PLOT_KINDS = ("timeline", "dft-gap", "ges", "durable")
 """The kinds of drawing a scenario may name (``Scenario.plot``); ``timeline`` is GD's."""
 
 
@@ -341,6 +341,10 @@ def _draw_scenario(kind: str, outcome: Any, m: dict[str, Any], path: Path) -> No
         from gapless.cli.ges_plot import plot_ges
 
         plot_ges(outcome, m, path)
+    elif kind == "durable":
+        from gapless.cli.durable_plot import plot_durable
+
+        plot_durable(outcome, m, path)
     else:
         plot_scenario(outcome, m, path)
 

@@ -133,8 +133,9 @@ class DurableConfig:
     ``tick_us`` (reports, silences, nack retries), subscribers acknowledge every
     ``ack_every`` SHB ticks, ``ack_mode`` (``"subscriber"`` or ``"shb"`` [DUR §5.2]), the
     catchup and constream-recovery ``window`` (ticks per step: with ``tick_us`` it models
-    how fast an SHB catches up), at most ``answer_window`` events per nack answer, and
-    ``older_ct_percent`` of reconnections present an older CT."""
+    how fast an SHB catches up), at most ``answer_window`` events per nack answer,
+    ``older_ct_percent`` of reconnections present an older CT, and ``catchup_window``: a
+    catchup stream's read/nack window in matched ticks (None: ``window``)."""
 
     max_retain_us: int | None = None
     heartbeat_us: int = 100_000
@@ -144,6 +145,7 @@ class DurableConfig:
     window: int = 500_000
     answer_window: int = 64
     older_ct_percent: int = 0
+    catchup_window: int | None = None
 
     def __attrs_post_init__(self) -> None:
         if self.ack_mode not in ("subscriber", "shb"):
@@ -305,6 +307,7 @@ class DurableBinding:
             ack_mode=self.mode,
             window=self.config.window,
             policy=self.policy.shb,
+            catchup_window=self.config.catchup_window,
         )
 
     def handle(self, state: Any, inp: Any, now: int) -> tuple[Any, tuple[Any, ...]]:
@@ -557,6 +560,14 @@ class DurableBinding:
             attrs_: Mapping[str, Any] | None = payload.message.attributes
             return attrs_
         return None
+
+    def message_cost(self, msg: Any) -> tuple[int, int]:
+        """The world's optional capacity model (``receive_us``, ``service_us``): a knowledge
+        message carrying a data tick is one event of its ``size`` bytes; anything else is
+        control (no event, no bytes)."""
+        if type(msg) is Knowledge and msg.data is not None:
+            return 1, msg.data.size
+        return 0, 0
 
     def durable(self, persist: Persist) -> str | None:
         return "log" if type(persist.value) is DurEvent else None

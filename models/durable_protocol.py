@@ -36,7 +36,7 @@ from gapless.invariants.durable.online import DurableChecker
 from gapless.invariants.durable.tracefile import trace_check, write_durable_trace
 from gapless.invariants.plugin import CheckContext, SubscriptionInfo
 from gapless.models.durable_binding import TOPOLOGIES, DurableConfig, make_binding
-from gapless.models.durable_scenarios import SCENARIOS
+from gapless.models.durable_scenarios import CAPACITY_TOPOLOGIES, SCENARIOS
 from gapless.models.registry import ProtocolEntry
 from gapless.models.workload import Workload
 
@@ -108,7 +108,7 @@ ENTRY: Final = ProtocolEntry(
     config_type=DurableConfig,
     correct_policy=PAPER_POLICY,
     variants=VARIANTS,
-    topologies=TOPOLOGIES,
+    topologies={**TOPOLOGIES, **CAPACITY_TOPOLOGIES},
     default_topology="dur-two",
     scenarios=tuple(SCENARIOS.values()),
     fault_kinds=FAULT_KINDS,

@@ -9,7 +9,12 @@ back by :func:`~gapless.invariants.durable.online.durable_record`):
 
 * ``lost`` — matching events after the CT each subscriber started from, outside the ranges its
   gaps announced, never delivered; ``duplicates`` — event messages delivered twice;
-* ``gaps_delivered`` (per subscriber in ``gaps_by_subscriber``), ``gap_ticks`` and
+* ``gaps_delivered`` (per subscriber in ``gaps_by_subscriber``), ``gap_ticks`` (the ticks the
+  gap messages cover, ``t - t0`` summed: a catchup stream reading the PFS sends a gap over each
+  *matched* tick that was released, with silences between, so this is also the number of
+  matching events lost to early release, and equals ``gaps_delivered`` there), ``gap_span_ticks``
+  (per subscriber and pubend, from its first gap's ``t0`` to its last gap's ``t``: the stretch
+  the gaps are spread over, to compare with ``early_released_ticks``) and
   ``gap_ticks_not_early_released`` (gap ticks above what that subscriber acknowledged that the
   pubend had not released early: 0 by the rules);
 * ``catchup_s`` {p50, p99, mean, n} — from a reconnection to the last switchover of its
@@ -27,14 +32,22 @@ Scenarios:
   each (filter ``k == i % 4``), each disconnected for 5 s every 300 s, staggered, 600 s;
   ``dur-disconnect-short`` — the same rates, 20 s, each subscriber disconnected once for 5 s
   (staggered over 12 s): the version ``make test`` runs;
-* ``dur-shb-crash`` — [DUR §5.3, Figure 7]: 40 subscribers; the SHB down 25 s; the
-  subscribers reconnect 10 s after it restarts, once the constream has caught up. Extra
-  figures: ``latest_delivered_flat_s``, ``catchup_slope_ratio`` (latestDelivered's slope while
-  the constream catches up over its normal slope: the SHB's modelled catchup capacity, window
-  per tick), ``released_flat_until_reconnect``.
+* ``dur-shb-crash`` — [DUR §5.3, Figure 7]: 40 subscribers; the SHB down 25 s (20 s to 45 s);
+  the subscribers reconnect 10 s after it restarts, once the constream has caught up, and all
+  catch up at once (the paper measured 116 s on average), so the run lasts 240 s. Extra
+  figures: ``latest_delivered_flat_s``, ``catchup_slope_ratio`` (latestDelivered's slope from
+  the restart until the constream caught up, over its slope before the crash: bounded by the
+  SHB's capacity), ``constream_catchup_s``, ``released_flat_until_reconnect``.
 
-The SHB's catchup capacity is modelled by its per-tick window (``DurableConfig.window`` ticks
-every ``tick_us``: 5x real time by default), not by a per-event service time.
+Capacity: every scenario runs on ``dur-line-capacity`` (:func:`dur_line_capacity`), whose
+brokers handle what they receive one message at a time and spend :data:`SERVICE_US` (50 µs:
+the paper's 20,000 events/s for one SHB [DUR §5.1]) per event received and per delivery to a
+client (the world's local-work model, :mod:`gapless.models.world`). The constream asks for
+its next nack window as soon as an answer lands (:mod:`gapless.impl.durable.shb`), and each
+catchup stream has at most :data:`CATCHUP_WINDOW` matched ticks asked beyond its position:
+how fast the SHB recovers and catches up is bounded by its spare capacity, the timer only
+retrying. ``capacity`` in the figures says what was modelled; ``constream_catchup_s`` (the
+crash scenario) how long the constream took to catch up after the restart.
 """
 
 from __future__ import annotations
@@ -42,18 +55,54 @@ from __future__ import annotations
 import itertools
 from typing import Any, Final
 
+import networkx as nx
+
 from gapless.impl.durable.messages import EventMessage, GapMessage
 from gapless.impl.filters import parse_filter
 from gapless.impl.trace import TraceRecord
 from gapless.invariants.durable.online import durable_record
+from gapless.models.durable_binding import dur_line
 from gapless.models.faults import FaultEvent
 from gapless.models.registry import Scenario
 from gapless.models.runspec import RunSpec
 from gapless.models.workload import WorkloadSpec
 
-__all__ = ["SCENARIOS", "durable_figures", "durable_pass_marks"]
+__all__ = [
+    "CAPACITY_TOPOLOGIES",
+    "SCENARIOS",
+    "SERVICE_US",
+    "dur_line_capacity",
+    "durable_figures",
+    "durable_pass_marks",
+    "report_series",
+    "run_marks",
+]
 
 _S: Final = 1_000_000
+
+SERVICE_US: Final = 50
+"""A broker's service time per event it handles, µs: each delivery to a local client and
+each event it receives. 50 µs is 20,000 events/s, the single SHB's capacity [DUR §5.1:
+"20K events/s for 1 SHB"]."""
+
+CATCHUP_WINDOW: Final = 64
+"""A catchup stream reads and nacks at most this many matched ticks beyond its position at
+a time (the flow control of catchup nacks [DUR §4.1]; the pubend's answer window)."""
+
+
+def dur_line_capacity() -> nx.Graph:
+    """``dur-line`` with the world's local-work capacity model (:mod:`gapless.models.world`):
+    every broker spends :data:`SERVICE_US` per event received and per delivery, handling what
+    it receives one message at a time."""
+    g = dur_line()
+    g.graph["name"] = "dur-line-capacity"
+    g.graph["deliver_us"] = SERVICE_US
+    g.graph["receive_us"] = SERVICE_US
+    return g
+
+
+CAPACITY_TOPOLOGIES: Final = {"dur-line-capacity": dur_line_capacity}
+"""The durable scenarios' topology with a finite broker capacity."""
 
 
 def _pct(xs: list[float], q: float) -> float | None:
@@ -161,6 +210,17 @@ class _Reader:
         return out
 
 
+def _gap_span(gaps: dict[str, list[tuple[str, int, int, int]]]) -> int:
+    """Per subscriber and pubend, the ticks from its first gap's ``t0`` to its last gap's
+    ``t`` (the stretch its gaps are spread over), summed."""
+    span: dict[tuple[str, str], tuple[int, int]] = {}
+    for sub, gs in gaps.items():
+        for p, t0, t, _a in gs:
+            lo, hi = span.get((sub, p), (t0, t))
+            span[sub, p] = (min(lo, t0), max(hi, t))
+    return sum(hi - lo for lo, hi in span.values())
+
+
 def durable_figures(scenario: Scenario, outcome: Any, brokers: tuple[str, ...]) -> dict[str, Any]:
     """The figures of a durable scenario (see the module doc)."""
     rd = _Reader(outcome.trace or ())
@@ -183,6 +243,7 @@ def durable_figures(scenario: Scenario, outcome: Any, brokers: tuple[str, ...]) 
         "gaps_delivered": sum(len(g) for g in rd.gaps.values()),
         "gaps_by_subscriber": {s: len(g) for s, g in sorted(rd.gaps.items())},
         "gap_ticks": sum(t - t0 for gs in rd.gaps.values() for _p, t0, t, _a in gs),
+        "gap_span_ticks": _gap_span(rd.gaps),
         "gap_ticks_not_early_released": rd.not_early(),
         "early_released_ticks": sum(b - a + 1 for rs in rd.early.values() for a, b in rs),
         "catchup_s": {
@@ -195,6 +256,13 @@ def durable_figures(scenario: Scenario, outcome: Any, brokers: tuple[str, ...]) 
         "released_rate": sum(rlv) / len(rlv) if rlv else None,
         "simulated_s": outcome.end_time_us / _S,
     }
+    graph = outcome_graph(scenario)
+    if graph.get("deliver_us"):
+        figures["capacity"] = {
+            "deliver_us": graph["deliver_us"],
+            "receive_us": graph.get("receive_us", 0),
+            "events_per_s": _S // graph["deliver_us"],
+        }
     crash = [e for e in scenario.events if e.kind == "crash"]
     if crash:
         away = [e.at_us + e.duration_us for e in scenario.events if e.kind == "disconnect"]
@@ -203,11 +271,45 @@ def durable_figures(scenario: Scenario, outcome: Any, brokers: tuple[str, ...]) 
     return figures
 
 
+def _caught_up(pairs: list[tuple[int, int]], down: int, up: int) -> int | None:
+    """When the constream had caught up after the restart at ``up``: the first report at
+    which latestDelivered lags the clock by no more than it did, at worst, before the crash
+    (plus one SHB tick of slack); None if it never did."""
+    before = [t - d for t, d in pairs if t < down]
+    if not before:
+        return None
+    lag = max(before) + 100_000
+    return next((t for t, d in pairs if t > up and t - d <= lag), None)
+
+
+def outcome_graph(scenario: Scenario) -> dict[str, Any]:
+    """The graph attributes of the scenario's topology (its capacity model, if any)."""
+    build = CAPACITY_TOPOLOGIES.get(scenario.spec.topology)
+    return dict(build().graph) if build is not None else {}
+
+
+def _recovery_slope(pairs: list[tuple[int, int]], up: int, end: int | None) -> float | None:
+    """latestDelivered's slope while the constream recovers: from the last report after the
+    restart at ``up`` that still shows it where it stood (the constream's first nack waits for
+    the SHB's first tick) to the last report before it had caught up at ``end`` (the interval
+    ending at ``end`` is partly at the normal pace), or to ``end`` if no report lies between."""
+    after = [p for p in pairs if up < p[0] <= (end if end is not None else up)]
+    if end is None or not after:
+        return None
+    start = max(p for p in after if p[1] == after[0][1])
+    climb = [p for p in after if start[0] < p[0] < end] or [after[-1]]
+    return _slope([start, climb[-1]])
+
+
 def _crash_figures(rd: _Reader, down: int, up: int, back: int) -> dict[str, Any]:
     """Figure 7's readings [DUR §5.3] from the SHB's reports around its crash: down at
-    ``down``, restarted at ``up``, its subscribers reconnected at ``back`` (µs)."""
+    ``down``, restarted at ``up``, its subscribers reconnected at ``back`` (µs).
+    ``catchup_slope_ratio``: latestDelivered's slope from the restart until the constream
+    caught up (:func:`_recovery_slope`; ``constream_catchup_s`` long, :func:`_caught_up`) over
+    its slope before the crash."""
     flat: list[float] = []
     ratio: list[float] = []
+    caught: list[float] = []
     released_flat = True
     for pts in rd.reports.values():
         # latestDelivered is flat while the SHB is down: the longest stretch of consecutive
@@ -219,8 +321,10 @@ def _crash_figures(rd: _Reader, down: int, up: int, back: int) -> dict[str, Any]
             best = max(best, run)
         flat.append(best / _S)
         normal = _slope([p for p in pairs if p[0] < down])
-        catch = [p for p in pairs if up <= p[0] <= up + (up - down) // 8]
-        s = _slope(catch)
+        end = _caught_up(pairs, down, up)
+        if end is not None:
+            caught.append((end - up) / _S)
+        s = _recovery_slope(pairs, up, end)
         if normal and s:
             ratio.append(s / normal)
         rel = [r for t, r, _d in pts if down <= t < back]
@@ -229,7 +333,39 @@ def _crash_figures(rd: _Reader, down: int, up: int, back: int) -> dict[str, Any]
         "shb_down_s": (up - down) / _S,
         "latest_delivered_flat_s": max(flat) if flat else None,
         "catchup_slope_ratio": sum(ratio) / len(ratio) if ratio else None,
+        "constream_catchup_s": max(caught) if caught else None,
         "released_flat_until_reconnect": released_flat,
+    }
+
+
+def report_series(trace: tuple[TraceRecord, ...]) -> dict[str, list[tuple[int, int, int]]]:
+    """Per pubend, the SHBs' release reports ``(time µs, released(p), latestDelivered(p))``
+    in trace order (what ``--plot`` draws)."""
+    return _Reader(trace).reports
+
+
+def run_marks(trace: tuple[TraceRecord, ...]) -> dict[str, Any]:
+    """What ``--plot`` marks, in seconds: ``shb_down`` (start, end) per SHB crash,
+    ``reconnect`` (the times at which subscribers reconnected after a crash or a
+    disconnection, at most one per second), ``catchup_done`` (the last switchover)."""
+    down: list[tuple[float, float]] = []
+    start: dict[str, float] = {}
+    back: list[float] = []
+    for r in trace:
+        if r.kind == "fault" and r.detail.kind == "crash" and r.node.startswith("shb"):
+            if r.detail.phase == "start":
+                start[r.detail.target] = r.time / _S
+            elif r.detail.target in start:
+                down.append((start.pop(r.detail.target), r.time / _S))
+        elif r.kind == "connect" and r.detail.connection > 0:
+            t = r.time / _S
+            if not back or t - back[-1] >= 1.0:
+                back.append(t)
+    switch = [t for ts in _Reader(trace).switch.values() for t in ts]
+    return {
+        "shb_down": down,
+        "reconnect": back,
+        "catchup_done": max(switch) / _S if switch else None,
     }
 
 
@@ -265,17 +401,22 @@ def durable_pass_marks(name: str, f: dict[str, Any]) -> dict[str, bool]:
 
 
 def _spec(
-    duration_s: int, *, subs: int, rate: float, config: tuple[tuple[str, Any], ...] = ()
+    duration_s: int,
+    *,
+    subs: int,
+    rate: float,
+    config: tuple[tuple[str, Any], ...] = (),
+    drain_s: int = 5,
 ) -> RunSpec:
     return RunSpec(
         protocol="durable",
-        topology="dur-line",
+        topology="dur-line-capacity",
         workload=WorkloadSpec(
             rate_per_pubend=rate, subscribers_per_shb=subs, filters="keys", keys=4, size=418
         ),
         duration_us=duration_s * _S,
-        drain_us=5 * _S,
-        config=config,
+        drain_us=drain_s * _S,
+        config=(("catchup_window", CATCHUP_WINDOW), *config),
         max_events=50_000_000,
     )
 
@@ -329,6 +470,7 @@ def _scenario(
         events=events,
         figures=durable_figures,
         pass_marks=durable_pass_marks,
+        plot="durable",
     )
 
 
@@ -367,8 +509,9 @@ SCENARIOS: Final[dict[str, Scenario]] = {
         _scenario(
             "dur-shb-crash",
             "40 subscribers; the SHB down 25 s; subscribers reconnect 10 s after its restart, "
-            "once the constream caught up [DUR §5.3, Figure 7]",
-            _spec(80, subs=40, rate=200.0),
+            "once the constream caught up, and catch up together at the SHB's capacity "
+            "[DUR §5.3, Figure 7] (long: about 10 min of CPU)",
+            _spec(240, subs=40, rate=200.0, drain_s=10),
             _crash_events(40),
         ),
     )

@@ -43,6 +43,19 @@ each broker send one message at a time (``service_us`` per event carried) and ea
 direction transmit one at a time at its bandwidth, so latency grows with load
 (:meth:`World._occupy`). Without it nothing changes, digests included.
 
+Local work (optional, off by default, independent of the above): a graph with ``deliver_us``
+(service time per message a broker hands to one of its local clients: each ``Deliver``, each
+member of a ``DeliverCohort``) or ``receive_us`` (per event a received message carries, by the
+binding's ``message_cost``) makes each broker a single server of what it receives: a message
+that arrives while the broker is busy waits in its inbox (FIFO) and is handled when the broker
+is free (:meth:`World._take`); handling it occupies the broker for ``receive_us`` per event it
+carries plus ``deliver_us`` per delivery it causes (deliveries caused by a timer or a
+connection occupy it too), and what the broker sends waits until it is free. So a subscriber
+hosting broker delivers at most ``1e6 / deliver_us`` messages a second, and work that nacks
+and waits for answers (catching up) goes no faster than the broker's spare capacity [DUR
+§5.1: "about 20,000 events/s" for one SHB]. Deliveries are recorded when their handling
+starts. A crash loses the inbox (each message recorded as a ``drop``, reason ``"inbox"``).
+
 At ``duration_us`` every fault still active is healed, publishing has stopped, and the
 network drains for ``drain_us``; then the liveness invariants are judged.
 
@@ -62,6 +75,7 @@ from __future__ import annotations
 
 import heapq
 import random
+from collections import deque
 from collections.abc import Callable
 from typing import Any, Final, final
 
@@ -112,6 +126,7 @@ _PUBLISH: Final = 3
 _FAULT: Final = 4
 _STATUS: Final = 5
 _CONNECT: Final = 6
+_SERVE: Final = 7
 
 Observer = Callable[[TraceRecord], bool]
 """Called with every trace record; returning True stops the run (a violation was found)."""
@@ -259,11 +274,22 @@ class World:
             for a, b, d in graph.edges(data=True)
             if d.get("bytes_per_s")
         }
-        if self.service_us or self.bandwidth:
+        self.deliver_us = int(graph.graph.get("deliver_us", 0))
+        self.receive_us = int(graph.graph.get("receive_us", 0))
+        self._serve = bool(self.deliver_us or self.receive_us)
+        if self.service_us or self.bandwidth or self._serve:
             self._cost = getattr(binding, "message_cost", None)
+        if self.receive_us and self._cost is None:
+            raise ProtocolMisuse(
+                "World: receive_us needs a binding with message_cost(msg) -> (events, bytes)"
+            )
+        self._gated = self._cost is not None or self._serve
         self.busy: dict[str, int] = {}
         """Capacity (optional, see :meth:`_occupy`): when each broker, and each link
         direction ``"a>b"``, is next free."""
+        self.inbox: dict[str, deque[tuple[str, Any, Wire, int]]] = {}
+        """Local work (optional, see :meth:`_take`): per broker, the received messages
+        waiting to be handled, with their sender, wire summary and link epoch."""
 
     # ---------------------------------------------------------------- plumbing
 
@@ -337,6 +363,11 @@ class World:
             self._push(self.now + max(0, eff.delay), _PERSISTED, node.name, eff.key, node.epoch)
         elif t is Deliver or t is DeliverCohort:
             self._rec(node.name, "deliver", eff)
+            if self.deliver_us:
+                n = 1 if t is Deliver else len(eff.to)
+                self.busy[node.name] = max(self.busy.get(node.name, 0), self.now) + (
+                    n * self.deliver_us
+                )
             if self._resume_token is not None:
                 for d in deliveries(eff):
                     got = self.consumed.setdefault(d.subscriber, {})
@@ -390,7 +421,7 @@ class World:
                 extra += rng.randint(0, ev.max_delay_us)
                 reordered = True
         jitter = _randint0(link.rng, self.jitter) if self.jitter else 0
-        depart = self.now if self._cost is None else self._occupy(src, to, msg)
+        depart = self._occupy(src, to, msg) if self._gated else self.now
         arrival = depart + self.delay + jitter + extra
         direction = src + ">" + to
         if not reordered:
@@ -408,19 +439,60 @@ class World:
         one message at a time, ``service_us`` per event the message carries; then the link
         direction transmits one message at a time, ``bytes`` at its ``bytes_per_s``. Queueing
         behind earlier messages is what makes latency grow with load."""
-        assert self._cost is not None
-        events, size = self._cost(msg)
+        events, size = (0, 0) if self._cost is None else self._cost(msg)
         busy = self.busy
         t = self.now
         if self.service_us:
             t = max(t, busy.get(src, 0)) + events * self.service_us
             busy[src] = t
+        elif self._serve:  # local work (:meth:`_take`): it leaves once the broker is free
+            t = max(t, busy.get(src, 0))
         bw = self.bandwidth.get(link_name(src, to), 0)
         if bw:
             d = src + ">" + to
             t = max(t, busy.get(d, 0)) + -(-size * 1_000_000 // bw)
             busy[d] = t
         return t
+
+    def _take(self, node: _Node, src: str, msg: Any, epoch: int, wire: Wire) -> None:
+        """Local work (module doc): ``msg`` from ``src`` arrived at ``node``; handle it now
+        if the broker is free and nothing waits before it, else queue it in its inbox behind
+        the others (one ``_SERVE`` event is pending while the inbox is not empty)."""
+        q = self.inbox.get(node.name)
+        if q is None:
+            q = self.inbox[node.name] = deque()
+        if not q and self.busy.get(node.name, 0) <= self.now:
+            self._handle(node, src, msg)
+            return
+        q.append((src, msg, wire, epoch))
+        if len(q) == 1:
+            self._push(self.busy.get(node.name, 0), _SERVE, node.name, node.epoch)
+
+    def _handle(self, node: _Node, src: str, msg: Any) -> None:
+        if self.receive_us:
+            assert self._cost is not None
+            events = self._cost(msg)[0]
+            if events:
+                busy = max(self.busy.get(node.name, 0), self.now)
+                self.busy[node.name] = busy + events * self.receive_us
+        self._input(node, Receive(sender=src, msg=msg))
+
+    def _serve_next(self, name: str, epoch: int) -> None:
+        """The broker is free: handle the message at the head of its inbox (dropped if its
+        link failed since it arrived), then wait for the next one."""
+        node = self.nodes[name]
+        q = self.inbox.get(name)
+        if node.epoch != epoch or not q:
+            return
+        src, msg, wire, link_epoch = q.popleft()
+        if self._link_to[src][name].epoch != link_epoch:
+            self._rec(
+                name, "drop", Dropped(sender=src, to=name, msg=msg, wire=wire, reason="in flight")
+            )
+        else:
+            self._handle(node, src, msg)
+        if q and node.epoch == epoch:
+            self._push(max(self.now, self.busy.get(name, 0)), _SERVE, name, epoch)
 
     # ---------------------------------------------------------------- faults
 
@@ -457,6 +529,10 @@ class World:
         node.epoch += 1
         node.timers.clear()
         node.state = self.binding.crash(node.state)
+        for src, msg, wire, _e in self.inbox.pop(name, ()):
+            self._rec(
+                name, "drop", Dropped(sender=src, to=name, msg=msg, wire=wire, reason="inbox")
+            )
         for nb in node.neighbours:
             self.links[link_name(name, nb)].epoch += 1
         for sub in sorted(self.subs):
@@ -727,7 +803,10 @@ class World:
                         Dropped(sender=src, to=to, msg=msg, wire=wire, reason="in flight"),
                     )
                     continue
-                self._input(node, Receive(sender=src, msg=msg))
+                if self._serve:
+                    self._take(node, src, msg, epoch, wire)
+                else:
+                    self._input(node, Receive(sender=src, msg=msg))
             elif code == _TIMER:
                 _t, _s, _c, name, key, gen, epoch = item
                 node = nodes[name]
@@ -763,6 +842,8 @@ class World:
                 self._fault(item[3], item[4])
             elif code == _CONNECT:
                 self._connect(item[3])
+            elif code == _SERVE:
+                self._serve_next(item[3], item[4])
             else:  # _STATUS
                 for name in sorted(nodes):
                     node = nodes[name]

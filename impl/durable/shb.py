@@ -451,7 +451,36 @@ def on_knowledge(state: ShbState, msg: Knowledge, now: int) -> tuple[ShbState, E
         return state, reject(f"knowledge at {state.config.shb!r}: {err}", msg)
     if k == view.knowledge:
         return state, ()
-    return _learn(state, msg.pubend, k)
+    before = view.release.latest_delivered
+    new, fx = _learn(state, msg.pubend, k)
+    if msg.retransmission and msg.silence:
+        more = _next_window(new, msg.pubend, before)
+        if more:
+            return new, (*fx, *more)
+    return new, fx
+
+
+def _constream_nack(state: ShbState, p: str) -> Effects:
+    """The nack of the constream's doubt: the first hole above latestDelivered(p), at most
+    ``window`` ticks of it; nothing when there is no bounded hole."""
+    first, last = state.views[p].knowledge.next_gap(state.latest_delivered(p) + 1)
+    if last is None:
+        return ()
+    end = min(last, first + state.config.window - 1)
+    nack = Nack(pubend=p, start=first, end=end, retransmission=True)
+    return (Send(to=state.config.upstream, msg=nack),)
+
+
+def _next_window(state: ShbState, p: str, before: int) -> Effects:
+    """Flow control of the constream's nacks [DUR §4.1]: a nack's answer ends with its
+    silence message; when that message moved latestDelivered(p) up from ``before`` and a hole
+    is left (a constream recovering after a crash, or an answer the upstream cut at its
+    answer window), the next window is asked at once. The constream so recovers as fast as
+    answers come back and the SHB handles them (its capacity, when the world models one),
+    one window in flight per pubend; the timer only retries (:func:`on_tick`)."""
+    if state.latest_delivered(p) <= before:
+        return ()
+    return _constream_nack(state, p)
 
 
 def on_lost(state: ShbState, msg: Lost, now: int) -> tuple[ShbState, Effects]:
@@ -475,22 +504,13 @@ def on_tick(state: ShbState, inp: Tick, now: int) -> tuple[ShbState, Effects]:
             state, fx = constream(state, p, force=True)
             effects.extend(fx)
     views = state.views
-    window = state.config.window
     for p in state.config.pubends:  # in configured order: a hash map's order would make
         view = state.views[p]  # the effects depend on PYTHONHASHSEED
         rel, rep = shb_send_report(view.release)
         views = views.set(p, attrs.evolve(view, release=rel))
         effects.append(Send(to=state.config.upstream, msg=rep))
         effects.append(Emit(kind="dur_report", detail=rep))
-        first, last = view.knowledge.next_gap(rel.latest_delivered + 1)
-        if last is not None:
-            end = min(last, first + window - 1)
-            effects.append(
-                Send(
-                    to=state.config.upstream,
-                    msg=Nack(pubend=p, start=first, end=end, retransmission=True),
-                )
-            )
+        effects.extend(_constream_nack(state, p))
     puts, unregister = activations(state, attrs.evolve(state, views=views))
     effects.extend(puts)
     sessions = state.sessions

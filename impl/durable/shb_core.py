@@ -79,7 +79,9 @@ class ShbConfig:
     step), the ``policy`` and ``sync_every``: None, the constream delivers (and syncs the
     PFS) whenever knowledge frees a range of doubt; ``n``, it waits until the range holds
     ``n`` events or the timer fires, then delivers it with one sync [DUR §5.1.2: "sync
-    every 200 events"] (``spec/durable.md``, "Sync points")."""
+    every 200 events"] (``spec/durable.md``, "Sync points"); ``catchup_window``: a catchup
+    stream's read/nack window (matched ticks read and asked at a time beyond its position:
+    the flow control of catchup nacks [DUR §4.1]), None: ``window``."""
 
     shb: str
     upstream: str
@@ -88,6 +90,7 @@ class ShbConfig:
     window: int = 16
     policy: ShbPolicy = ShbPolicy()
     sync_every: int | None = None
+    catchup_window: int | None = None
 
     def __attrs_post_init__(self) -> None:
         if not self.pubends or len(set(self.pubends)) != len(self.pubends):
@@ -96,6 +99,10 @@ class ShbConfig:
             )
         if self.window < 1:
             raise ProtocolMisuse(f"ShbConfig: window {self.window}; allowed: an int >= 1")
+        if self.catchup_window is not None and self.catchup_window < 1:
+            raise ProtocolMisuse(
+                f"ShbConfig: catchup_window {self.catchup_window}; allowed: None or an int >= 1"
+            )
         if self.sync_every is not None and self.sync_every < 1:
             raise ProtocolMisuse(
                 f"ShbConfig: sync_every {self.sync_every}; allowed: None or an int >= 1"
@@ -356,7 +363,7 @@ def step_catchup(state: ShbState, name: str, p: str) -> tuple[ShbState, Effects]
         asked=sess.catchup[p],
         knowledge=view.knowledge,
         pfs=view.pfs,
-        window=state.config.window,
+        window=state.config.catchup_window or state.config.window,
         refilter_upto=state.subs[name].refilter_upto.get(p, -1),
     )
     effects: list[Any] = [deliver(state, name, m) for m in step.messages]
