@@ -127,7 +127,8 @@ class GDBinding:
         self.min_repetition_us = int(config.min_repetition_us)
         self.aet_us = int(config.aet_us)
         self.ack_expected_period_us = int(config.ack_expected_period_us)
-        self.wire = wire
+        self._wire_msg: Any = None
+        self._wire_last: Wire | None = None
         #: the rule of the step whose effects the world is handling (see the module doc)
         self._rule = ""
         self._rules: dict[tuple[Any, ...], tuple[str]] = {}
@@ -187,9 +188,19 @@ class GDBinding:
         self._rule = got[0]
         return got
 
+    def wire(self, msg: Any) -> Wire:
+        """The wire summary of ``msg`` (:func:`gapless.impl.gd.messages.wire`). A message
+        is often sent to several neighbours in a row (one knowledge message per broker of a
+        downstream cell): the summary of the last message is kept and found again by
+        identity (messages are frozen values, so it cannot have changed)."""
+        if msg is self._wire_msg and self._wire_last is not None:
+            return self._wire_last
+        got = wire(msg)
+        self._wire_msg, self._wire_last = msg, got
+        return got
+
     def wire_of(self, msg: Any) -> Wire:
-        result: Wire = self.wire(msg)
-        return result
+        return self.wire(msg)
 
 
 def make_binding(spec: Any, graph: nx.Graph, workload: Workload) -> GDBinding:

@@ -318,7 +318,10 @@ class World:
             for label in self.binding.coverage(before, state, inp):  # type: ignore[attr-defined]
                 self.coverage[label] = self.coverage.get(label, 0) + 1
         for eff in effects:
-            self._effect(node, eff)
+            if type(eff) is Send:  # the commonest effect: no second dispatch
+                self._send(node, eff)
+            else:
+                self._effect(node, eff)
         if self.held:
             self._release_held(node.name)
 
@@ -391,6 +394,38 @@ class World:
         wire = self.binding.wire(msg)
         self._rec(src, "send", Sent(to=to, msg=msg, wire=wire))
         link = self._link_to[src].get(to) if to != src else None
+        if (
+            link is not None
+            and not link.windows
+            and not link.down
+            and not link.stalled
+            and not node.stalled
+            and self._cost is None
+            and node.alive
+            and self.nodes[to].alive
+        ):
+            # the common case, as the general path below computes it: a healthy link without
+            # fault windows, no capacity model, one copy in FIFO order
+            jitter = self.jitter
+            if jitter:  # _randint0(link.rng, jitter), inline
+                n = jitter + 1
+                k = n.bit_length()
+                getrandbits = link.rng.getrandbits
+                r = getrandbits(k)
+                while r >= n:
+                    r = getrandbits(k)
+                jitter = r
+            arrival = self.now + self.delay + jitter
+            direction = src + ">" + to
+            last = link.last.get(direction, 0)
+            if last > arrival:
+                arrival = last
+            link.last[direction] = arrival
+            self._seq += 1
+            heapq.heappush(
+                self._queue, (arrival, self._seq, _ARRIVE, to, src, msg, link.epoch, wire)
+            )
+            return
         reason = None
         if link is None:
             reason = "no link"

@@ -31,6 +31,7 @@ state and coverage labels as the general rules (``GDConfig.fast_paths``).
 
 from __future__ import annotations
 
+from bisect import bisect_left
 from typing import Any
 
 from gapless.impl import ticksets as R
@@ -212,14 +213,17 @@ def _batch_written(state: PHBState, p: str, hi: int, step: Step) -> PHBState:
     that is not the write in flight (one issued before a crash) changes nothing."""
     if state.writing.get(p) != hi:
         return state
-    st = evolve(state, writing=state.writing.remove(p))
-    for t, d in state.pending.get(p, ()):
-        if t > hi:
-            break
-        st = _logged(st, p, t, d, step)
-    rest = st.pending.get(p, ())
+    pend = state.pending.get(p, ())
+    n = bisect_left(pend, (hi + 1,))  # the rows of the batch: ticks <= hi
+    # The batch leaves ``pending`` in one copy, not one per message: each message is
+    # published from a pending row of its own, and the rows that arrived meanwhile come
+    # back for the next write (the same states and effects, differentially tested).
+    st = evolve(state, writing=state.writing.remove(p), pending=state.pending.discard(p))
+    for row in pend[:n]:
+        st = _logged(st, p, row[0], row[1], step, (row,))
+    rest = pend[n:]
     if rest:
-        st = _write_batch(st, p, rest, step)
+        st = _write_batch(evolve(st, pending=st.pending.set(p, rest)), p, rest, step)
     return st
 
 
@@ -240,10 +244,13 @@ def on_persisted(state: PHBState, inp: Persisted, step: Step) -> PHBState:
     return _logged(state, p, t, d, step)
 
 
-def _logged(state: PHBState, p: str, t: int, d: Data, step: Step) -> PHBState:
-    """Message ``d`` at tick ``t`` (waiting in ``pending``) is durably logged: it joins the
-    log and is published [GD §2.2]."""
-    pend = state.pending.get(p, ())
+def _logged(
+    state: PHBState, p: str, t: int, d: Data, step: Step, pend: Rows | None = None
+) -> PHBState:
+    """Message ``d`` at tick ``t`` (waiting in ``pending``, or in ``pend`` when given: the
+    rows it is taken from) is durably logged: it joins the log and is published [GD §2.2]."""
+    if pend is None:
+        pend = state.pending.get(p, ())
     ctx = state.ctx
     if ctx.fast_publish:
         got = publish_in_order(state, p, t, d, pend, step)
@@ -256,7 +263,7 @@ def _logged(state: PHBState, p: str, t: int, d: Data, step: Step) -> PHBState:
     st = evolve(
         state,
         log=state.log.set(p, log),
-        pending=state.pending.set(p, rest) if rest else state.pending.remove(p),
+        pending=state.pending.set(p, rest) if rest else state.pending.discard(p),
     )
     return _publish_logged(st, p, d, reserved, step)
 
@@ -340,7 +347,7 @@ def publish_in_order(
     return evolve(
         state,
         log=state.log.set(p, released or log),
-        pending=state.pending.set(p, rest) if rest else state.pending.remove(p),
+        pending=state.pending.set(p, rest) if rest else state.pending.discard(p),
         streams=(*state.streams[:i], s, *state.streams[i + 1 :]),
     )
 

@@ -95,7 +95,13 @@ def unchanged(old: Any, new: Any) -> bool:
     with each field's identity tried first: a handler that changed nothing mostly hands back
     the very objects it was given, and comparing those by value (a stream's runs, the set of
     links down) is the cost of an idle step. ``ctx`` is left out, as the states' equality
-    leaves it out. Values without an instance ``__dict__`` are compared with ``==``."""
+    leaves it out. Values without an instance ``__dict__`` are compared with ``==``.
+
+    The fields are tried last to first: the answer does not depend on the order, and a
+    role's own fields (a pubend's ``pending`` and ``assigned``, an SHB's connections) come
+    after ``streams``, whose value comparison walks a stream's runs — a step that changed
+    a small field as well (a message waiting for the next group-commit write) is told
+    apart without it."""
     if new is old:
         return True
     if type(new) is not type(old):
@@ -104,7 +110,8 @@ def unchanged(old: Any, new: Any) -> bool:
     b = getattr(new, "__dict__", None)
     if a is None or b is None or a.keys() != b.keys():
         return bool(new == old)
-    for name, v in a.items():
+    for name in reversed(a):
+        v = a[name]
         w = b[name]
         if v is not w and name != "ctx" and v != w:
             return False
