@@ -400,7 +400,7 @@ class World:
             and not link.down
             and not link.stalled
             and not node.stalled
-            and self._cost is None
+            and not self._gated
             and node.alive
             and self.nodes[to].alive
         ):

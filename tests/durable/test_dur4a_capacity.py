@@ -140,3 +140,48 @@ def test_receive_cost_needs_the_binding_seam() -> None:
     with pytest.raises(ProtocolMisuse, match="message_cost"):
         _world({"receive_us": 100}, cost=False)
     assert _world({"deliver_us": 100}, cost=False).busy["b"] > 0  # deliveries need no seam
+
+
+class _Echo(_Toy):
+    """As :class:`_Toy`, and ``b`` also answers each message to ``a``, which hands the answer
+    to its client ``back`` (so the answer's arrival is on record)."""
+
+    def handle(self, state: Any, inp: Any, now: int) -> tuple[Any, tuple[Any, ...]]:
+        if state == "a" and type(inp) is Receive:
+            return state, (Deliver(subscriber="back", pubend="p", tick=inp.msg, payload=0),)
+        state, effects = super().handle(state, inp, now)
+        if state == "b" and type(inp) is Receive:
+            effects = (*effects, Send(to="a", msg=inp.msg))
+        return state, effects
+
+
+@pytest.mark.parametrize("cost", [True, False])
+def test_an_answer_leaves_once_its_deliveries_are_done(cost: bool) -> None:
+    """With local work on, a send caused by handling a message leaves when the broker is free,
+    whether or not the binding has ``message_cost`` (the world's fast send path must not skip
+    the wait when only ``deliver_us`` is set)."""
+    g = nx.Graph(pubends=(("p", "a"),), deliver_us=3_000)
+    g.add_edge("a", "b")
+    wl = Workload(
+        publishes=tuple(
+            PublishEvent(at_us=0, pubend="p", index=i, attributes={"i": i}) for i in range(N)
+        ),
+        subscriptions=(
+            *(Subscription(name=s, shb="b", filter="true") for s in ("s0", "s1")),
+            Subscription(name="back", shb="a", filter="true"),
+        ),
+    )
+    w = World(
+        graph=g,
+        workload=wl,
+        schedule=FaultSchedule(seed=0, events=()),
+        seed=0,
+        binding=_Echo(cost=cost),  # type: ignore[arg-type]
+        record=True,
+    )
+    w.run(duration_us=1_000_000, drain_us=1_000_000)
+    handled = {r.detail.tick: r.time for r in _deliveries(w) if r.detail.subscriber == "s0"}
+    answers = [r for r in _deliveries(w) if r.detail.subscriber == "back"]
+    assert len(answers) == N
+    for r in answers:
+        assert r.time >= handled[r.detail.tick] + 2 * 3_000, (r, handled[r.detail.tick])
