@@ -20,7 +20,8 @@ here are the inputs:
   elsewhere; ``Receive(ProfileDigest)`` — a neighbour's digest (answered with the whole table
   when it differs);
 * ``LinkChanged`` — a link is suspected (down) or trusted again (up), and the news flooded
-  (:mod:`gapless.impl.ges.linkstate`); ``Receive(LinkNews)`` — news from elsewhere;
+  inside the unit the link lies in (:mod:`gapless.impl.ges.linkstate`); ``Receive(LinkNews)``
+  — news from elsewhere;
 * ``TimerFired`` — the tick: retransmit the outbox, a storage's pending events (and, with the
   finer tier, its replicas and the unconfirmed part of recovery queues), and the
   handoffs no storage has answered yet; send each live neighbour the digest of the
@@ -36,7 +37,7 @@ import attrs
 
 from gapless.impl.effects import Effect, Rejected, Send, SetTimer
 from gapless.impl.ges.connectivity import link_key
-from gapless.impl.ges.linkstate import Entry, avoided, merge_news
+from gapless.impl.ges.linkstate import Entry, avoided, in_scope, merge_news
 from gapless.impl.ges.messages import (
     EventMsg,
     LinkNews,
@@ -190,15 +191,26 @@ def on_link_changed(s: NodeState, inp: LinkChanged, now: int) -> Step:
     effects: list[Effect] = list(_flood(s, new, ""))
     if inp.up:  # the other end may have restarted with no news at all
         table = tuple((link, v, up) for link, (v, up) in sorted(s.news.items()))
-        effects.append(Send(to=inp.neighbour, msg=LinkNews(entries=table)))
+        mine = in_scope(table, s.net.hierarchy, inp.neighbour, s.policy.news_scope)
+        if mine:
+            effects.append(Send(to=inp.neighbour, msg=LinkNews(entries=mine)))
     return s, tuple(effects)
 
 
 def _flood(s: NodeState, entries: tuple[Entry, ...], sender: str) -> tuple[Effect, ...]:
-    """Pass ``entries`` to every live neighbour but ``sender``."""
+    """Pass ``entries`` to every live neighbour but ``sender``, each only the news in its
+    scope: inside the unit the link lies in (:mod:`gapless.impl.ges.linkstate`)."""
     if not entries:
         return ()
-    return _neighbours(s, LinkNews(entries=entries), sender)
+    h, scope = s.net.hierarchy, s.policy.news_scope
+    effects: list[Effect] = []
+    for nb in h.neighbours[s.name]:
+        if nb == sender or link_key(s.name, nb) in s.suspected:
+            continue
+        mine = in_scope(entries, h, nb, scope)
+        if mine:
+            effects.append(Send(to=nb, msg=LinkNews(entries=mine)))
+    return tuple(effects)
 
 
 def _neighbours(s: NodeState, msg: Any, sender: str) -> tuple[Effect, ...]:
