@@ -47,7 +47,7 @@ from typing import Any, final
 import attrs
 from pyrsistent import PMap
 
-from gapless.impl.ges.storage import Queued
+from gapless.impl.ges.storage import Queued, StorageState, StoredEvent
 
 __all__ = [
     "Confirm",
@@ -71,6 +71,7 @@ __all__ = [
     "SysForward",
     "SysNack",
     "Unreplicate",
+    "event_message",
     "wire",
 ]
 
@@ -110,6 +111,7 @@ class Handoff:
     broker: str
     presented: int | None
     profile: str
+    change: int = 0
 
 
 @final
@@ -122,6 +124,7 @@ class HandoffAck:
     cut: int
     fresh: bool
     queue: tuple[Queued, ...]
+    change: int = 0
 
 
 @final
@@ -322,7 +325,9 @@ class GesWire:
     (whose ``storage`` is the system storage; a recover's ``queue``: the epochs it asks for);
     for the system-level links, ``sys_forward`` (``storage`` the origin, ``unit`` the system
     storage it goes to, ``seq``), ``sys_ack`` (``seq``: up to) and ``sys_nack`` (``seq``:
-    wanted), whose ``storage`` is the origin and ``unit`` the other system storage."""
+    wanted), whose ``storage`` is the origin and ``unit`` the other system storage; a
+    handoff's or ack's ``change``: the profile change within the connection it is about (0:
+    the connection's own registration)."""
 
     kind: str
     storage: str = ""
@@ -338,6 +343,7 @@ class GesWire:
     queue: tuple[int, ...] = ()
     unit: str = ""
     seq: int | None = None
+    change: int = 0
 
 
 def _body(b: Any) -> GesWire:
@@ -355,6 +361,7 @@ def _body(b: Any) -> GesWire:
             client=b.client,
             connection=b.connection,
             presented=b.presented,
+            change=b.change,
         )
     if t is HandoffAck:
         return GesWire(
@@ -366,6 +373,7 @@ def _body(b: Any) -> GesWire:
             cut=b.cut,
             fresh=b.fresh,
             queue=tuple(q.epoch for q in b.queue),
+            change=b.change,
         )
     if t is Replicate:
         return GesWire(kind="replicate", storage=b.source, epoch=b.epoch, unit=b.storage)
@@ -419,3 +427,23 @@ def wire(msg: Any) -> GesWire:
     if type(msg) is ProfileDigest:
         return GesWire(kind="profile_digest")
     return GesWire(kind="other")
+
+
+def event_message(st: StorageState, ev: StoredEvent) -> EventMsg:
+    """The message that carries ``st``'s stored event ``ev`` toward its pending targets (at
+    the nodes they are registered at now; the whole destination list while nobody has
+    confirmed it)."""
+    targets = tuple(
+        (c, st.clients[c].broker, ev.targets[c]) for c in sorted(ev.pending) if c in st.clients
+    )
+    first = len(ev.pending) == len(ev.targets)
+    dests = tuple(sorted({t[1] for t in targets} | (set(ev.dests) if first else set())))
+    return EventMsg(
+        storage=st.name,
+        epoch=ev.epoch,
+        pubend=ev.pubend,
+        attributes=ev.attributes,
+        targets=targets,
+        dests=dests,
+        visited=frozenset(),
+    )

@@ -141,7 +141,8 @@ def on_receive(s: NodeState, inp: Receive, now: int) -> Step:
 
 def on_connect(s: NodeState, inp: Connect, now: int) -> Step:
     s, effects = connect(s, inp.subscriber, inp.filter, inp.connection, inp.resume, now)
-    entry = (inp.subscriber, inp.connection, s.name, inp.filter)
+    sess = s.sessions[inp.subscriber]
+    entry = (inp.subscriber, sess.number, s.name, sess.profile)
     s, news = _register(s, (entry,), "")
     return s, (*effects, *news)
 
