@@ -36,6 +36,9 @@ Fault kinds (:data:`FAULT_KINDS`), each starting at ``at_us``:
   the clients it hosted reconnect elsewhere when the protocol's binding lets them roam. It is
   not one of :data:`FAULT_KINDS` (the kinds every protocol takes, and GD's), so no GD
   schedule or swarm draws it; a protocol lists it in its own fault kinds.
+* ``reprofile`` (:data:`PROFILE_KINDS`) — connected subscriber ``target`` changes its
+  profile within its connection (the binding's optional ``reprofile`` seam picks the new
+  one; ``duration_us`` is unused) [GES "Epochs"]; only protocols that list it.
 
 >>> s = generate(FaultProfile(rates=(("crash", 1.0),)), Targets(brokers=("b1",), links=(),
 ...     subscribers=()), duration_us=10_000_000, seed=7)
@@ -62,6 +65,7 @@ __all__ = [
     "DEFAULT_RATES",
     "FAULT_KINDS",
     "PERMANENT_KINDS",
+    "PROFILE_KINDS",
     "FaultEvent",
     "FaultProfile",
     "FaultSchedule",
@@ -89,7 +93,10 @@ FAULT_KINDS: Final = (
 PERMANENT_KINDS: Final = ("fail",)
 """Faults that never heal (a broker that fails forever); only protocols that list them."""
 
-ALL_FAULT_KINDS: Final = FAULT_KINDS + PERMANENT_KINDS
+PROFILE_KINDS: Final = ("reprofile",)
+"""A subscriber changing its profile within its connection; only protocols that list it."""
+
+ALL_FAULT_KINDS: Final = FAULT_KINDS + PERMANENT_KINDS + PROFILE_KINDS
 """Every fault kind a schedule may hold."""
 
 # events per simulated second for each kind under the "swarm" profile
@@ -270,7 +277,7 @@ def _event(
         if not targets.links:
             return None
         target = rng.choice(targets.links)
-    elif kind == "disconnect":
+    elif kind in ("disconnect", "reprofile"):
         if not targets.subscribers:
             return None
         target = rng.choice(targets.subscribers)
@@ -356,6 +363,7 @@ _TARGET_KIND: Final = {
     "duplicate": "links",
     "reorder": "links",
     "disconnect": "subscribers",
+    "reprofile": "subscribers",
 }
 
 

@@ -130,7 +130,7 @@ def _ledger(trace: tuple[TraceRecord, ...]) -> dict[str, Any]:
             for d in deliveries(r.detail):
                 delivered.append((r.time, d.subscriber, d.pubend, d.tick, d.connection))
         elif k == "connect":
-            connects[(r.detail.subscriber, r.detail.connection)] = r.time
+            connects.setdefault((r.detail.subscriber, r.detail.connection), r.time)
             connected[r.detail.subscriber] = True
         elif k == "disconnect":
             connected[r.detail.subscriber] = False
