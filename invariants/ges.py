@@ -54,10 +54,11 @@ Invariants (:data:`INVARIANTS`):
   ``roam_complete``).
 * ``notified_before_leaving`` — when clients wait for their epoch notification (the run's
   ``notification_wait``, on by default), a client whose connection presented another profile
-  than its previous one leaves (a ``disconnect`` while its node is up) only after every
-  storage's ``HandoffAck`` for that connection reached its node: sent over the last hop into
-  it, or answered by a storage at that node itself (its completed ``registration`` write of
-  that connection) [GES "Epochs", "Profiles and the profile graph": the client waits for the
+  than its previous one, or that changed its profile within its connection (a ``connect``
+  record for the connection it holds), leaves (a ``disconnect`` while its node is up) only
+  after every storage's ``HandoffAck`` for that connection and change reached its node: sent
+  over the last hop into it, or answered by a storage at that node itself (its completed
+  ``registration`` write of that connection and change) [GES "Epochs", "Profiles and the profile graph": the client waits for the
   epoch notification of its profile change]. It reads sends, not arrivals (the world does not
   record arrivals): a client that left while the last hop was in flight is not caught.
 """
