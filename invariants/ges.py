@@ -58,8 +58,8 @@ Invariants (:data:`INVARIANTS`):
   record for the connection it holds), leaves (a ``disconnect`` while its node is up) only
   after every storage's ``HandoffAck`` for that connection and change reached its node: sent
   over the last hop into it, or answered by a storage at that node itself (its completed
-  ``registration`` write of that connection and change) [GES "Epochs", "Profiles and the profile graph": the client waits for the
-  epoch notification of its profile change]. It reads sends, not arrivals (the world does not
+  ``registration`` write of that connection and change) [GES "Epochs", "Profiles and the
+  profile graph": the client waits for the epoch notification of its profile change]. It reads sends, not arrivals (the world does not
   record arrivals): a client that left while the last hop was in flight is not caught.
 """
 
@@ -149,7 +149,7 @@ class GESChecker:
         """Each client's current connection number and node."""
         self.presented: dict[tuple[str, int], str] = {}
         """(client, connection) -> the profile it presented."""
-        self.notified: set[tuple[str, int, str]] = set()
+        self.notified: set[tuple[str, int, int, str]] = set()
         """(client, connection, change, storage) of every ``HandoffAck`` that reached the
         client's node."""
         self.change: dict[str, int] = {}
