@@ -59,8 +59,9 @@ Invariants (:data:`INVARIANTS`):
   after every storage's ``HandoffAck`` for that connection and change reached its node: sent
   over the last hop into it, or answered by a storage at that node itself (its completed
   ``registration`` write of that connection and change) [GES "Epochs", "Profiles and the
-  profile graph": the client waits for the epoch notification of its profile change]. It reads sends, not arrivals (the world does not
-  record arrivals): a client that left while the last hop was in flight is not caught.
+  profile graph": the client waits for the epoch notification of its profile change]. It
+  reads sends, not arrivals (the world does not record arrivals): a client that left while
+  the last hop was in flight is not caught.
 """
 
 from __future__ import annotations
