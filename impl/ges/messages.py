@@ -25,7 +25,9 @@ one copy crosses each link toward the destinations behind it [GES "Routing event
   system storage for the events destined to its cluster that it lacks (resent every tick
   until answered), :class:`Retrieved` — the system storage's answer once it recorded the
   cluster storage durably; :class:`Unreplicate` — every client an event was destined to has
-  confirmed it: the cluster storage releases its replica; :class:`Recover` — a
+  confirmed it: the cluster storage releases its replica; :class:`Held` — the replicas a
+  cluster storage still holds, every tick (a lost ``Unreplicate`` is sent again);
+  :class:`Recover` — a
   system storage asks the cluster storage a reconnecting client left to send it the events of
   its recovery queue that cluster storage holds; :class:`Recovered` — those events, to the
   client's node (like a ``HandoffAck``'s queue, and for the same reason not an ``EventMsg``:
@@ -55,6 +57,7 @@ __all__ = [
     "GesWire",
     "Handoff",
     "HandoffAck",
+    "Held",
     "LinkNews",
     "ProfileDigest",
     "ProfileNews",
@@ -183,6 +186,18 @@ class Unreplicate:
 
 @final
 @attrs.frozen(kw_only=True)
+class Held:
+    """Cluster storage ``unit`` tells system storage ``storage`` the epochs of the replicas
+    of its events it still holds (every tick), so that an ``Unreplicate`` that was lost is
+    sent again."""
+
+    storage: str
+    unit: str
+    epochs: tuple[int, ...]
+
+
+@final
+@attrs.frozen(kw_only=True)
 class Recover:
     """System storage ``source`` asks cluster storage ``storage`` to send ``client``, now at
     node ``broker``, its events ``items`` (``(epoch, prev)`` pairs: the recovery queue's
@@ -263,6 +278,7 @@ class Routed:
         | Retrieve
         | Retrieved
         | Unreplicate
+        | Held
         | Recover
         | Recovered
         | SysForward
@@ -385,6 +401,8 @@ def _body(b: Any) -> GesWire:
         return GesWire(kind="retrieved", storage=b.source, unit=b.storage)
     if t is Unreplicate:
         return GesWire(kind="unreplicate", storage=b.source, unit=b.storage, epoch=b.epoch)
+    if t is Held:
+        return GesWire(kind="held", storage=b.storage, unit=b.unit, queue=b.epochs)
     if t is Recover:
         return GesWire(
             kind="recover",
