@@ -54,12 +54,14 @@ Invariants (:data:`INVARIANTS`):
   ``roam_complete``).
 * ``notified_before_leaving`` — when clients wait for their epoch notification (the run's
   ``notification_wait``, on by default), a client whose connection presented another profile
-  than its previous one leaves (a ``disconnect`` while its node is up) only after every
-  storage's ``HandoffAck`` for that connection reached its node: sent over the last hop into
-  it, or answered by a storage at that node itself (its completed ``registration`` write of
-  that connection) [GES "Epochs", "Profiles and the profile graph": the client waits for the
-  epoch notification of its profile change]. It reads sends, not arrivals (the world does not
-  record arrivals): a client that left while the last hop was in flight is not caught.
+  than its previous one, or that changed its profile within its connection (a ``connect``
+  record for the connection it holds), leaves (a ``disconnect`` while its node is up) only
+  after every storage's ``HandoffAck`` for that connection and change reached its node: sent
+  over the last hop into it, or answered by a storage at that node itself (its completed
+  ``registration`` write of that connection and change) [GES "Epochs", "Profiles and the
+  profile graph": the client waits for the epoch notification of its profile change]. It
+  reads sends, not arrivals (the world does not record arrivals): a client that left while
+  the last hop was in flight is not caught.
 """
 
 from __future__ import annotations
@@ -148,8 +150,11 @@ class GESChecker:
         """Each client's current connection number and node."""
         self.presented: dict[tuple[str, int], str] = {}
         """(client, connection) -> the profile it presented."""
-        self.notified: set[tuple[str, int, str]] = set()
-        """(client, connection, storage) of every ``HandoffAck`` that reached the client's node."""
+        self.notified: set[tuple[str, int, int, str]] = set()
+        """(client, connection, change, storage) of every ``HandoffAck`` that reached the
+        client's node."""
+        self.change: dict[str, int] = {}
+        """Each client's profile changes within its current connection."""
 
     # ------------------------------------------------------------ plumbing
 
@@ -194,17 +199,24 @@ class GESChecker:
             d = r.detail
             self.published.setdefault((d.pubend, d.attributes), r.time)
         elif k == "connect":
-            c = r.detail.subscriber
-            self.connected[c] = True
-            self.connected_at.setdefault(c, set()).add((r.node, r.detail.filter))
-            self.connection[c] = (r.detail.connection, r.node)
-            self.presented[(c, r.detail.connection)] = r.detail.filter
+            self._connect(r)
         elif k == "disconnect":
             self.connected[r.detail.subscriber] = False
             self._leaving(r)
         elif k == "fault":
             self._fault(r.detail, r.time)
         return self.violation is not None
+
+    def _connect(self, r: TraceRecord) -> None:
+        """A connection, or (a ``connect`` for the connection the client holds) a profile
+        change within it."""
+        c, n = r.detail.subscriber, r.detail.connection
+        within = self.connected.get(c, False) and self.connection.get(c) == (n, r.node)
+        self.change[c] = self.change.get(c, 0) + 1 if within else 0
+        self.connected[c] = True
+        self.connected_at.setdefault(c, set()).add((r.node, r.detail.filter))
+        self.connection[c] = (n, r.node)
+        self.presented.setdefault((c, n), r.detail.filter)
 
     # ------------------------------------------------------------ deliveries
 
@@ -244,7 +256,7 @@ class GESChecker:
         if self._is_down(r.node, to) and r.time > self.changed_at:
             self._flag("avoid_suspected", r.node, f"sent {w.kind} to {to} over a down link", r)
         if w.kind == "handoff_ack" and w.connection is not None:
-            self._reached(w.client, w.connection, w.storage, to)
+            self._reached(w.client, w.connection, w.change, w.storage, to)
         if w.kind == "sys_forward" and w.seq is not None:
             pair = (w.unit, w.storage)
             self.sys_sent[pair] = max(self.sys_sent.get(pair, 0), w.seq)
@@ -285,22 +297,23 @@ class GESChecker:
 
     # ------------------------------------------------------------ notifications
 
-    def _reached(self, client: str, connection: int, storage: str, node: str) -> None:
-        if self.connection.get(client) == (connection, node):
-            self.notified.add((client, connection, storage))
+    def _reached(self, client: str, connection: int, change: int, storage: str, node: str) -> None:
+        if self.connection.get(client) == (connection, node) and self.change.get(client) == change:
+            self.notified.add((client, connection, change, storage))
 
     def _leaving(self, r: TraceRecord) -> None:
         c = r.detail.subscriber
         got = self.connection.get(c)
-        if not self.ctx.waits or got is None or got[0] == 0 or r.node in self.dead:
+        if not self.ctx.waits or got is None or r.node in self.dead:
             return
-        n = got[0]
-        if self.presented.get((c, n)) == self.presented.get((c, n - 1)):
+        n, change = got[0], self.change.get(c, 0)
+        if not change and (n == 0 or self.presented.get((c, n)) == self.presented.get((c, n - 1))):
             return
         storages = self.ctx.storages or tuple(sorted(set(self.ctx.storage_of_pubend.values())))
-        lacking = [s for s in storages if (c, n, s) not in self.notified]
+        lacking = [s for s in storages if (c, n, change, s) not in self.notified]
         if lacking:
-            msg = f"left connection {n} (a profile change) before the epoch notification of "
+            what = f"change {change} within connection {n}" if change else f"connection {n}"
+            msg = f"left {what} (a profile change) before the epoch notification of "
             msg += f"storage {lacking[0]}"
             self._flag("notified_before_leaving", c, msg, r)
 
@@ -377,7 +390,8 @@ class GESChecker:
 
     def _registration(self, r: TraceRecord, reg: Registration) -> None:
         if r.node == reg.record.broker:  # the storage answers the client's node itself
-            self._reached(reg.client, reg.record.connection, reg.storage, r.node)
+            rec = reg.record
+            self._reached(reg.client, rec.connection, rec.change, reg.storage, r.node)
         regs = self.registered.setdefault(reg.storage, {})
         key = (reg.client, reg.storage)
         self.start.setdefault(key, reg.record.start)
@@ -392,6 +406,10 @@ class GESChecker:
         for broker, profile, counts in checks:
             path = path_of(profile)
             for depth, count in counts:
+                if not 1 <= depth <= len(path):
+                    msg = f"edge {depth} of {profile!r} counted for {broker}: it has {len(path)}"
+                    self._flag("reference_counts", reg.storage, msg, r)
+                    continue
                 edge = path[depth - 1]
                 want = sum(1 for b, p in regs.values() if b == broker and edge in path_of(p))
                 if count != want:

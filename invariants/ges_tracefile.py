@@ -16,7 +16,8 @@ shaped like guaranteed delivery's (:mod:`gapless.invariants.tracefile`), end rec
     JSON value; lists read back as tuples), ``write`` says what it makes durable: ``{"log":
     {"pubend", "epoch", "attributes"}}``, ``{"registration": {"storage", "client", "broker",
     "connection", "profile", "start", "last", "confirmed", "cut", "counts", "old_broker",
-    "old_counts"}}`` (``counts``: ``[depth, count]`` pairs), ``{"release": {"storage",
+    "old_counts"}}`` (``counts``: ``[depth, count]`` pairs; an optional ``change``: the
+    profile change within the connection, 0 when absent), ``{"release": {"storage",
     "epoch", "remaining", "targets", "units", "peers"}}`` (``units``, the cluster storages of
     the finer tier, and ``peers``, the system storages of the system-level links, may be
     absent: none), ``{"replica": {"source", "epoch", "pubend", "attributes"}}`` (a cluster
@@ -318,6 +319,7 @@ def _wire_in(ln: _Line, w: Any) -> GesWire:
         queue=tuple(int(x) for x in ln.get(w, "queue", list)),
         unit=ln.get(w, "unit", str) if isinstance(w, dict) and "unit" in w else "",
         seq=ln.opt_int(w, "seq") if isinstance(w, dict) and "seq" in w else None,
+        change=ln.get(w, "change", int) if isinstance(w, dict) and "change" in w else 0,
     )
 
 
@@ -342,6 +344,7 @@ def _write_in(ln: _Line, w: Any) -> Any:
             last=ln.get(g, "last", int),
             confirmed=ln.get(g, "confirmed", int),
             cut=ln.get(g, "cut", int),
+            change=ln.get(g, "change", int) if "change" in g else 0,
         )
         return Registration(
             storage=ln.get(g, "storage", str),

@@ -43,6 +43,9 @@ Fault kinds (:data:`FAULT_KINDS`), each starting at ``at_us``:
   The world passes the kind of the ending fault to the binding's optional
   ``reconnecting(subscriber, kind)`` before it reconnects the subscriber; protocols that list
   them in their fault kinds (durable subscriptions) give them a meaning, no other draws them.
+* ``reprofile`` (:data:`PROFILE_KINDS`) — connected subscriber ``target`` changes its
+  profile within its connection (the binding's optional ``reprofile`` seam picks the new
+  one; ``duration_us`` is unused) [GES "Epochs"]; only protocols that list it.
 
 >>> s = generate(FaultProfile(rates=(("crash", 1.0),)), Targets(brokers=("b1",), links=(),
 ...     subscribers=()), duration_us=10_000_000, seed=7)
@@ -69,6 +72,7 @@ __all__ = [
     "DEFAULT_RATES",
     "FAULT_KINDS",
     "PERMANENT_KINDS",
+    "PROFILE_KINDS",
     "SUBSCRIBER_KINDS",
     "FaultEvent",
     "FaultProfile",
@@ -103,7 +107,10 @@ SUBSCRIBER_KINDS: Final = ("move", "older_ct")
 RECONNECTING_KINDS: Final = ("disconnect", *SUBSCRIBER_KINDS)
 """The faults that disconnect a subscriber and reconnect it when they end."""
 
-ALL_FAULT_KINDS: Final = FAULT_KINDS + PERMANENT_KINDS + SUBSCRIBER_KINDS
+PROFILE_KINDS: Final = ("reprofile",)
+"""A subscriber changing its profile within its connection; only protocols that list it."""
+
+ALL_FAULT_KINDS: Final = FAULT_KINDS + PERMANENT_KINDS + PROFILE_KINDS + SUBSCRIBER_KINDS
 """Every fault kind a schedule may hold."""
 
 # events per simulated second for each kind under the "swarm" profile
@@ -284,7 +291,7 @@ def _event(
         if not targets.links:
             return None
         target = rng.choice(targets.links)
-    elif kind in RECONNECTING_KINDS:
+    elif kind in (*RECONNECTING_KINDS, "reprofile"):
         if not targets.subscribers:
             return None
         target = rng.choice(targets.subscribers)
@@ -372,6 +379,7 @@ _TARGET_KIND: Final = {
     "disconnect": "subscribers",
     "move": "subscribers",
     "older_ct": "subscribers",
+    "reprofile": "subscribers",
 }
 
 

@@ -29,7 +29,11 @@ Theory of operation
   epochs kept); ``may_disconnect`` — a client whose connection presented another profile
   than its previous one waits, before a ``disconnect`` fault may take it away, until every
   storage's ``HandoffAck`` reached its node: its epoch notification [GES "Epochs"] (the
-  run's config key ``notification_wait = false`` lets it leave at once);
+  run's config key ``notification_wait = false`` lets it leave at once), and so does a
+  client that changed its profile within its connection, for the answers to that change;
+  ``reprofile`` — a ``reprofile`` fault's new profile for a connected client: another of the
+  workload's filters (a profile change within the connection, with its own epoch at each
+  storage and its own notification; off with ``profile_changes = false``);
   ``message_cost`` — an event message's service
   time and bytes for the world's optional capacity model (``ges-latency``); ``durable`` —
   which write makes what durable (``outbox``, ``log``, ``registration``, ``release``, and
@@ -254,9 +258,21 @@ class GESBinding:
         sess = state.sessions.get(subscriber)
         if not self.notification_wait or sess is None:
             return True
-        if not self.changed_profile(subscriber, sess.connection):
+        if not sess.change and not self.changed_profile(subscriber, sess.connection):
             return True
         return notified(sess, self.net.storages)
+
+    def reprofile(self, subscriber: str, state: Any) -> str | None:
+        """The world's seam for a ``reprofile`` fault: the profile a connected client changes
+        to within its connection — another of the workload's filters, drawn from the client's
+        name, connection and change number (None when profile changes are off or the client
+        has no session at its node) [GES "Epochs"]."""
+        sess = state.sessions.get(subscriber)
+        if sess is None or len(self.menu) < 2:
+            return None
+        others = [p for p in self.menu if p != sess.profile]
+        draw = derive_seed(subscriber, sess.connection, sess.change + 1, "reprofile")
+        return others[draw % len(others)]
 
     def roam(self, subscriber: str, connection: int, alive: tuple[str, ...]) -> str:
         home = self.home[subscriber]

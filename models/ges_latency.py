@@ -58,6 +58,7 @@ __all__ = [
     "LINK_BYTES_PER_S",
     "MATCHING_RATES",
     "SERVICE_US",
+    "latency_checker",
     "latency_figures",
     "latency_pass_marks",
     "latency_topology",
@@ -147,7 +148,7 @@ def measure(
     published: dict[int, int] = {}
     got: list[int] = []
     sent = [0]
-    checker = _checker(graph, wl, binding, flooding)
+    checker = latency_checker(graph, wl, binding, flooding)
 
     def observe(r: TraceRecord) -> bool:
         checker.observe(r)
@@ -189,7 +190,9 @@ def measure(
     }
 
 
-def _checker(graph: nx.Graph, wl: Workload, binding: GESBinding, flooding: bool) -> GESChecker:
+def latency_checker(
+    graph: nx.Graph, wl: Workload, binding: GESBinding, flooding: bool
+) -> GESChecker:
     """Every invariant, online; flooding is judged on all but ``selective_routing`` (the one
     it breaks by design)."""
     ctx = GESContext(

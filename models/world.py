@@ -127,6 +127,8 @@ _FAULT: Final = 4
 _STATUS: Final = 5
 _CONNECT: Final = 6
 _SERVE: Final = 7
+_SUB_KINDS: Final = (*RECONNECTING_KINDS, "reprofile")
+"""Fault kinds whose target is a subscriber."""
 
 Observer = Callable[[TraceRecord], bool]
 """Called with every trace record; returning True stops the run (a violation was found)."""
@@ -627,6 +629,22 @@ class World:
         if node.alive:
             self._input(node, inp)
 
+    def _reprofile(self, sub: str) -> None:
+        """A ``reprofile`` fault: a connected subscriber changes its profile within its
+        connection. Its broker gets a ``Connect`` for the connection it holds, with the profile
+        the binding's optional ``reprofile`` seam picks (given the broker's state; None: no
+        change now)."""
+        seam = getattr(self.binding, "reprofile", None)
+        node = self.nodes[self.host[sub]]
+        if seam is None or not self.connected.get(sub) or not node.alive:
+            return
+        flt = seam(sub, node.state)
+        if flt is None:
+            return
+        inp = Connect(subscriber=sub, filter=flt, connection=self.conn[sub])
+        self._rec(node.name, "connect", inp)
+        self._input(node, inp)
+
     def _crossing(self, target: str) -> list[str]:
         side = set(target.split(","))
         return sorted(link_name(a, b) for a, b in self.graph.edges if (a in side) != (b in side))
@@ -640,7 +658,7 @@ class World:
             self.active[index] = True
         elif not self.active.get(index):
             return
-        where = self.host[tgt] if k in RECONNECTING_KINDS else tgt.split("|")[0].split(",")[0]
+        where = self.host[tgt] if k in _SUB_KINDS else tgt.split("|")[0].split(",")[0]
         self._rec(where, "fault", Fault(kind=k, target=tgt, phase=phase))
         if k == "crash":
             if phase == "start":
@@ -693,6 +711,9 @@ class World:
                     if self._reconnecting is not None:  # a move, an older CT (faults.py)
                         self._reconnecting(tgt, k)
                     self._connect(tgt)
+        elif k == "reprofile":
+            if phase == "start":
+                self._reprofile(tgt)
         elif k == "partition":
             for ln in self._crossing(tgt):
                 (self._link_down if phase == "start" else self._link_heal)(ln)
@@ -722,7 +743,7 @@ class World:
             ev.target not in self.links
         ):
             raise ProtocolMisuse(f"World: fault {ev.kind} targets unknown link {ev.target!r}")
-        if ev.kind in RECONNECTING_KINDS and ev.target not in self.subs:
+        if ev.kind in _SUB_KINDS and ev.target not in self.subs:
             raise ProtocolMisuse(f"World: fault {ev.kind} targets unknown subscriber {ev.target!r}")
         if ev.kind == "partition":
             bad = [n for n in ev.target.split(",") if n not in self.nodes]

@@ -25,7 +25,9 @@ one copy crosses each link toward the destinations behind it [GES "Routing event
   system storage for the events destined to its cluster that it lacks (resent every tick
   until answered), :class:`Retrieved` — the system storage's answer once it recorded the
   cluster storage durably; :class:`Unreplicate` — every client an event was destined to has
-  confirmed it: the cluster storage releases its replica; :class:`Recover` — a
+  confirmed it: the cluster storage releases its replica; :class:`Held` — the replicas a
+  cluster storage still holds, every tick (a lost ``Unreplicate`` is sent again);
+  :class:`Recover` — a
   system storage asks the cluster storage a reconnecting client left to send it the events of
   its recovery queue that cluster storage holds; :class:`Recovered` — those events, to the
   client's node (like a ``HandoffAck``'s queue, and for the same reason not an ``EventMsg``:
@@ -47,7 +49,7 @@ from typing import Any, final
 import attrs
 from pyrsistent import PMap
 
-from gapless.impl.ges.storage import Queued
+from gapless.impl.ges.storage import Queued, StorageState, StoredEvent
 
 __all__ = [
     "Confirm",
@@ -55,6 +57,7 @@ __all__ = [
     "GesWire",
     "Handoff",
     "HandoffAck",
+    "Held",
     "LinkNews",
     "ProfileDigest",
     "ProfileNews",
@@ -71,6 +74,7 @@ __all__ = [
     "SysForward",
     "SysNack",
     "Unreplicate",
+    "event_message",
     "wire",
 ]
 
@@ -110,6 +114,7 @@ class Handoff:
     broker: str
     presented: int | None
     profile: str
+    change: int = 0
 
 
 @final
@@ -122,6 +127,7 @@ class HandoffAck:
     cut: int
     fresh: bool
     queue: tuple[Queued, ...]
+    change: int = 0
 
 
 @final
@@ -176,6 +182,18 @@ class Unreplicate:
     source: str
     epoch: int
     targets: tuple[str, ...]
+
+
+@final
+@attrs.frozen(kw_only=True)
+class Held:
+    """Cluster storage ``unit`` tells system storage ``storage`` the epochs of the replicas
+    of its events it still holds (every tick), so that an ``Unreplicate`` that was lost is
+    sent again."""
+
+    storage: str
+    unit: str
+    epochs: tuple[int, ...]
 
 
 @final
@@ -260,6 +278,7 @@ class Routed:
         | Retrieve
         | Retrieved
         | Unreplicate
+        | Held
         | Recover
         | Recovered
         | SysForward
@@ -322,7 +341,9 @@ class GesWire:
     (whose ``storage`` is the system storage; a recover's ``queue``: the epochs it asks for);
     for the system-level links, ``sys_forward`` (``storage`` the origin, ``unit`` the system
     storage it goes to, ``seq``), ``sys_ack`` (``seq``: up to) and ``sys_nack`` (``seq``:
-    wanted), whose ``storage`` is the origin and ``unit`` the other system storage."""
+    wanted), whose ``storage`` is the origin and ``unit`` the other system storage; a
+    handoff's or ack's ``change``: the profile change within the connection it is about (0:
+    the connection's own registration)."""
 
     kind: str
     storage: str = ""
@@ -338,6 +359,7 @@ class GesWire:
     queue: tuple[int, ...] = ()
     unit: str = ""
     seq: int | None = None
+    change: int = 0
 
 
 def _body(b: Any) -> GesWire:
@@ -355,6 +377,7 @@ def _body(b: Any) -> GesWire:
             client=b.client,
             connection=b.connection,
             presented=b.presented,
+            change=b.change,
         )
     if t is HandoffAck:
         return GesWire(
@@ -366,6 +389,7 @@ def _body(b: Any) -> GesWire:
             cut=b.cut,
             fresh=b.fresh,
             queue=tuple(q.epoch for q in b.queue),
+            change=b.change,
         )
     if t is Replicate:
         return GesWire(kind="replicate", storage=b.source, epoch=b.epoch, unit=b.storage)
@@ -377,6 +401,8 @@ def _body(b: Any) -> GesWire:
         return GesWire(kind="retrieved", storage=b.source, unit=b.storage)
     if t is Unreplicate:
         return GesWire(kind="unreplicate", storage=b.source, unit=b.storage, epoch=b.epoch)
+    if t is Held:
+        return GesWire(kind="held", storage=b.storage, unit=b.unit, queue=b.epochs)
     if t is Recover:
         return GesWire(
             kind="recover",
@@ -419,3 +445,23 @@ def wire(msg: Any) -> GesWire:
     if type(msg) is ProfileDigest:
         return GesWire(kind="profile_digest")
     return GesWire(kind="other")
+
+
+def event_message(st: StorageState, ev: StoredEvent) -> EventMsg:
+    """The message that carries ``st``'s stored event ``ev`` toward its pending targets (at
+    the nodes they are registered at now; the whole destination list while nobody has
+    confirmed it)."""
+    targets = tuple(
+        (c, st.clients[c].broker, ev.targets[c]) for c in sorted(ev.pending) if c in st.clients
+    )
+    first = len(ev.pending) == len(ev.targets)
+    dests = tuple(sorted({t[1] for t in targets} | (set(ev.dests) if first else set())))
+    return EventMsg(
+        storage=st.name,
+        epoch=ev.epoch,
+        pubend=ev.pubend,
+        attributes=ev.attributes,
+        targets=targets,
+        dests=dests,
+        visited=frozenset(),
+    )

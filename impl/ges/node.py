@@ -74,11 +74,12 @@ from gapless.impl.ges.messages import (
     SysForward,
     SysNack,
     Unreplicate,
+    event_message,
 )
 from gapless.impl.ges.policy import GESPolicy
 from gapless.impl.ges.propagation import Interest, passes
-from gapless.impl.ges.records import Registration, Release
-from gapless.impl.ges.session import Session, offer, start_session
+from gapless.impl.ges.records import Registration, Release, release_of
+from gapless.impl.ges.session import Session, change_profile, offer, start_session
 from gapless.impl.ges.storage import (
     ClientRecord,
     Queued,
@@ -292,9 +293,16 @@ def on_ack(s: NodeState, ack: HandoffAck, now: int) -> tuple[NodeState, Effects]
     """A storage's answer to this node's handoff: deliver its recovery queue, then what
     arrived live meanwhile."""
     sess = s.sessions.get(ack.client)
-    if sess is None or sess.connection != ack.connection or ack.storage in sess.last:
+    if (
+        sess is None
+        or (sess.connection, sess.change) != (ack.connection, ack.change)
+        or sess.answered_by(ack.storage)
+    ):
         return s, ()
-    sess = attrs.evolve(sess, last=sess.last.set(ack.storage, ack.effective))
+    last = max(sess.last.get(ack.storage, ack.effective), ack.effective)  # a change: kept
+    sess = attrs.evolve(
+        sess, last=sess.last.set(ack.storage, last), answered=sess.answered | {ack.storage}
+    )
     effects: list[Effect] = []
     for q in ack.queue:
         sess, out = offer(sess, ack.storage, q.epoch, q.prev, q.pubend, q.attributes, s.policy)
@@ -307,10 +315,11 @@ def on_ack(s: NodeState, ack: HandoffAck, now: int) -> tuple[NodeState, Effects]
 
 
 def handoffs(s: NodeState, sess: Session, now: int) -> tuple[NodeState, Effects]:
-    """(Re)send a ``Handoff`` to every storage that has not answered ``sess``'s connection."""
+    """(Re)send a ``Handoff`` to every storage that has not answered ``sess``'s current
+    registration (its connection, or its latest profile change)."""
     effects: list[Effect] = []
     for storage in s.net.storages:
-        if storage in sess.last:
+        if sess.answered_by(storage):
             continue
         h = Handoff(
             storage=storage,
@@ -319,6 +328,7 @@ def handoffs(s: NodeState, sess: Session, now: int) -> tuple[NodeState, Effects]
             broker=s.name,
             presented=sess.presented.get(storage),
             profile=sess.profile,
+            change=sess.change,
         )
         s, effs = route(s, storage, h, frozenset(), now)
         effects.extend(effs)
@@ -328,8 +338,16 @@ def handoffs(s: NodeState, sess: Session, now: int) -> tuple[NodeState, Effects]
 def connect(
     s: NodeState, client: str, profile: str, connection: int, resume: Any, now: int
 ) -> tuple[NodeState, Effects]:
-    """A client attaches here, presenting ``resume`` (storage -> epoch pairs, or None)."""
-    sess = start_session(client, profile, connection, resume)
+    """A client attaches here, presenting ``resume`` (storage -> epoch pairs, or None); for
+    the connection it holds here, it changes its profile within it (:func:`change_profile`)."""
+    sess = s.sessions.get(client)
+    if sess is not None and sess.connection == connection:
+        new = change_profile(sess, profile)
+        if new is sess:
+            return s, ()
+        sess = new
+    else:
+        sess = start_session(client, profile, connection, resume)
     s = attrs.evolve(s, sessions=s.sessions.set(client, sess))
     return handoffs(s, sess, now)
 
@@ -507,25 +525,24 @@ def _on_store(s: NodeState, st: StorageState, body: Store, now: int) -> tuple[No
 def _releases(s: NodeState, gone: tuple[StoredEvent, ...]) -> tuple[NodeState, Effects]:
     effects: list[Effect] = []
     for ev in gone:
-        rel = Release(
-            storage=s.name,
-            epoch=ev.epoch,
-            remaining=ev.remaining,
-            targets=tuple(sorted(ev.targets)),
-            units=tuple(sorted(ev.units)),
-            peers=tuple(sorted(ev.peers)),
-        )
-        s, p = write(s, ("release", s.name, ev.epoch), rel)
+        s, p = write(s, ("release", s.name, ev.epoch), release_of(s.name, ev))
         effects.append(p)
     return s, tuple(effects)
 
 
 def _on_handoff(s: NodeState, st: StorageState, h: Handoff, now: int) -> tuple[NodeState, Effects]:
     old = st.clients.get(h.client)
-    st2, rec, gone = handoff(st, h.client, h.connection, h.broker, h.presented, h.profile, s.policy)
+    st2, rec, gone = handoff(
+        st, h.client, h.connection, h.broker, h.presented, h.profile, s.policy, h.change
+    )
     if rec is None:
         done = s.disk.get(("client", s.name, h.client))
-        if old is not None and done is not None and done.record.connection == h.connection:
+        at = (h.connection, h.change)
+        if (
+            old is not None
+            and done is not None
+            and (done.record.connection, done.record.change) == at
+        ):
             return _answer(s, st, h.client, old, done.old_broker, now)
         return s, ()
     s = attrs.evolve(s, store=st2)
@@ -569,6 +586,7 @@ def _answer(
         storage=st.name,
         client=client,
         connection=rec.connection,
+        change=rec.change,
         effective=rec.confirmed,
         cut=rec.cut,
         fresh=not old_broker,
@@ -628,22 +646,8 @@ def _on_recovered(s: NodeState, r: Recovered, now: int) -> tuple[NodeState, Effe
 
 def event_msg(s: NodeState, ev: StoredEvent) -> EventMsg:
     """The message that carries stored event ``ev`` toward its pending targets."""
-    st = s.store
-    assert st is not None
-    targets = tuple(
-        (c, st.clients[c].broker, ev.targets[c]) for c in sorted(ev.pending) if c in st.clients
-    )
-    first = len(ev.pending) == len(ev.targets)  # nobody confirmed yet: the whole list
-    dests = tuple(sorted({t[1] for t in targets} | (set(ev.dests) if first else set())))
-    return EventMsg(
-        storage=s.name,
-        epoch=ev.epoch,
-        pubend=ev.pubend,
-        attributes=ev.attributes,
-        targets=targets,
-        dests=dests,
-        visited=frozenset(),
-    )
+    assert s.store is not None
+    return event_message(s.store, ev)
 
 
 def on_written(s: NodeState, key: Any, now: int) -> tuple[NodeState, Effects]:
@@ -684,7 +688,10 @@ def on_written(s: NodeState, key: Any, now: int) -> tuple[NodeState, Effects]:
     if kind == "client" and s.store is not None:
         reg: Registration = value
         rec = s.store.clients.get(reg.client)
-        if rec is None or rec.connection != reg.record.connection:
+        if rec is None or (rec.connection, rec.change) != (
+            reg.record.connection,
+            reg.record.change,
+        ):
             return s, ()
         return _answer(s, s.store, reg.client, rec, reg.old_broker, now)
     return s, ()

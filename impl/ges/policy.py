@@ -39,6 +39,11 @@ values of it. Every function is module-level, so a policy pickles by reference.
   presents ``profile`` still gets a stored event destined to it — always, in the paper's
   design: an event's targets are fixed by the profile in force when it was published, and a
   profile change takes effect only for the events stored after its epoch (the handoff's cut).
+* ``news_scope(hierarchy, link, node)`` [GES "The connectivity graph": connection information
+  is disseminated by level, a super-cluster link's only within its super-super-cluster]:
+  whether news of ``link`` is passed to ``node`` — only inside the unit the link lies in (the
+  smallest unit holding both its ends), the only nodes whose abbreviated view shows it
+  (:mod:`gapless.impl.ges.linkstate`).
 * ``destinations(graph, attributes, brokers)`` [GES "The problem of event delivery"]: the
   brokers an event is routed toward — those with an interested client, never all of them.
 
@@ -53,7 +58,9 @@ from typing import Any, Final, final
 
 import attrs
 
+from gapless.impl.ges.addressing import Hierarchy
 from gapless.impl.ges.connectivity import RouteRule, next_hop
+from gapless.impl.ges.linkstate import within_unit
 from gapless.impl.ges.profiles import ProfileGraph
 
 __all__ = ["PAPER_POLICY", "GESPolicy"]
@@ -128,6 +135,7 @@ class GESPolicy:
     destinations: Callable[[ProfileGraph, Mapping[str, Any], tuple[str, ...]], tuple[str, ...]] = (
         interested
     )
+    news_scope: Callable[[Hierarchy, tuple[str, str], str], bool] = within_unit
 
 
 PAPER_POLICY: Final = GESPolicy(name="paper")

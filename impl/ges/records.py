@@ -16,9 +16,9 @@ from typing import final
 
 import attrs
 
-from gapless.impl.ges.storage import ClientRecord
+from gapless.impl.ges.storage import ClientRecord, StoredEvent
 
-__all__ = ["Registration", "Release"]
+__all__ = ["Registration", "Release", "release_of"]
 
 
 @final
@@ -50,3 +50,15 @@ class Registration:
     counts: tuple[tuple[int, int], ...]
     old_broker: str
     old_counts: tuple[tuple[int, int], ...]
+
+
+def release_of(storage: str, ev: StoredEvent) -> Release:
+    """The ``release`` record of stored event ``ev`` at ``storage``."""
+    return Release(
+        storage=storage,
+        epoch=ev.epoch,
+        remaining=ev.remaining,
+        targets=tuple(sorted(ev.targets)),
+        units=tuple(sorted(ev.units)),
+        peers=tuple(sorted(ev.peers)),
+    )

@@ -20,11 +20,13 @@ here are the inputs:
   elsewhere; ``Receive(ProfileDigest)`` — a neighbour's digest (answered with the whole table
   when it differs);
 * ``LinkChanged`` — a link is suspected (down) or trusted again (up), and the news flooded
-  (:mod:`gapless.impl.ges.linkstate`); ``Receive(LinkNews)`` — news from elsewhere;
+  inside the unit the link lies in (:mod:`gapless.impl.ges.linkstate`); ``Receive(LinkNews)``
+  — news from elsewhere;
 * ``TimerFired`` — the tick: retransmit the outbox, a storage's pending events (and, with the
   finer tier, its replicas and the unconfirmed part of recovery queues), and the
-  handoffs no storage has answered yet; send each live neighbour the digest of the
-  registrations heard.
+  handoffs no storage has answered yet; a cluster storage tells each system storage the
+  replicas it still holds (``Held``, answered with ``Unreplicate`` where one is due: a lost
+  one is made up); send each live neighbour the digest of the registrations heard.
 """
 
 from __future__ import annotations
@@ -36,9 +38,10 @@ import attrs
 
 from gapless.impl.effects import Effect, Rejected, Send, SetTimer
 from gapless.impl.ges.connectivity import link_key
-from gapless.impl.ges.linkstate import Entry, avoided, merge_news
+from gapless.impl.ges.linkstate import Entry, avoided, in_scope, merge_news
 from gapless.impl.ges.messages import (
     EventMsg,
+    Held,
     LinkNews,
     ProfileDigest,
     ProfileNews,
@@ -58,6 +61,7 @@ from gapless.impl.ges.node import (
     resend_queues,
     route,
     sys_forward,
+    unreplicate,
     write,
 )
 from gapless.impl.ges.propagation import merge
@@ -127,6 +131,8 @@ def on_receive(s: NodeState, inp: Receive, now: int) -> Step:
     msg = inp.msg
     if type(msg) is EventMsg:
         return forward_event(s, msg, now)
+    if type(msg) is Routed and type(msg.body) is Held and msg.dest == s.name:
+        return on_held(s, msg.body, now)
     if type(msg) is Routed:
         return route(s, msg.dest, msg.body, msg.visited, now)
     if type(msg) is LinkNews:
@@ -140,7 +146,8 @@ def on_receive(s: NodeState, inp: Receive, now: int) -> Step:
 
 def on_connect(s: NodeState, inp: Connect, now: int) -> Step:
     s, effects = connect(s, inp.subscriber, inp.filter, inp.connection, inp.resume, now)
-    entry = (inp.subscriber, inp.connection, s.name, inp.filter)
+    sess = s.sessions[inp.subscriber]
+    entry = (inp.subscriber, sess.number, s.name, sess.profile)
     s, news = _register(s, (entry,), "")
     return s, (*effects, *news)
 
@@ -190,15 +197,26 @@ def on_link_changed(s: NodeState, inp: LinkChanged, now: int) -> Step:
     effects: list[Effect] = list(_flood(s, new, ""))
     if inp.up:  # the other end may have restarted with no news at all
         table = tuple((link, v, up) for link, (v, up) in sorted(s.news.items()))
-        effects.append(Send(to=inp.neighbour, msg=LinkNews(entries=table)))
+        mine = in_scope(table, s.net.hierarchy, inp.neighbour, s.policy.news_scope)
+        if mine:
+            effects.append(Send(to=inp.neighbour, msg=LinkNews(entries=mine)))
     return s, tuple(effects)
 
 
 def _flood(s: NodeState, entries: tuple[Entry, ...], sender: str) -> tuple[Effect, ...]:
-    """Pass ``entries`` to every live neighbour but ``sender``."""
+    """Pass ``entries`` to every live neighbour but ``sender``, each only the news in its
+    scope: inside the unit the link lies in (:mod:`gapless.impl.ges.linkstate`)."""
     if not entries:
         return ()
-    return _neighbours(s, LinkNews(entries=entries), sender)
+    h, scope = s.net.hierarchy, s.policy.news_scope
+    effects: list[Effect] = []
+    for nb in h.neighbours[s.name]:
+        if nb == sender or link_key(s.name, nb) in s.suspected:
+            continue
+        mine = in_scope(entries, h, nb, scope)
+        if mine:
+            effects.append(Send(to=nb, msg=LinkNews(entries=mine)))
+    return tuple(effects)
 
 
 def _neighbours(s: NodeState, msg: Any, sender: str) -> tuple[Effect, ...]:
@@ -216,6 +234,51 @@ def on_news(s: NodeState, msg: LinkNews, sender: str) -> Step:
         return s, ()
     s = attrs.evolve(s, news=news, avoid=avoided(s.suspected, news))
     return s, _flood(s, new, sender)
+
+
+def held_replicas(s: NodeState, now: int) -> Step:
+    """A cluster storage, every tick: tell each system storage which replicas of its events
+    it still holds (:class:`~gapless.impl.ges.messages.Held`), so that a lost
+    ``Unreplicate`` is sent again (``spec/ges.md``, "Finer-grained storages")."""
+    if s.name not in s.net.fine_storages:
+        return s, ()
+    by: dict[str, list[int]] = {}
+    for key in s.disk:
+        if key[0] == "replica" and key[1] == s.name:
+            by.setdefault(key[2], []).append(key[3])
+    effects: list[Effect] = []
+    for source, epochs in sorted(by.items()):
+        held = Held(storage=source, unit=s.name, epochs=tuple(sorted(epochs)))
+        s, effs = route(s, source, held, frozenset(), now)
+        effects.extend(effs)
+    return s, tuple(effects)
+
+
+def on_held(s: NodeState, h: Held, now: int) -> Step:
+    """A system storage hears which replicas a cluster storage still holds: it sends an
+    ``Unreplicate`` again for each one it would have sent one for — the event was released
+    (its ``release`` write completed), or the unit holds it and every client it was destined
+    to confirmed it. (Dispatched here, not in :func:`~gapless.impl.ges.node.on_body`.)"""
+    st = s.store
+    if st is None or h.storage != s.name:
+        return s, ()
+    effects: list[Effect] = []
+    for epoch in h.epochs:
+        rel = s.disk.get(("release", s.name, epoch))
+        ev = st.events.get(epoch)
+        if rel is not None:
+            targets = rel.targets
+        elif (
+            ev is None
+            or h.unit in ev.units_pending
+            or s.policy.replica_needed(frozenset(ev.pending))
+        ):
+            continue
+        else:
+            targets = tuple(sorted(ev.targets))
+        s, effs = unreplicate(s, epoch, (h.unit,), targets, now)
+        effects.extend(effs)
+    return s, tuple(effects)
 
 
 def _retransmit(s: NodeState, now: int) -> Step:
@@ -254,6 +317,8 @@ def on_timer(s: NodeState, inp: TimerFired, now: int) -> Step:
     s, effs = resend_queues(s, now)
     effects.extend(effs)
     s, effs = retrieve(s, now)
+    effects.extend(effs)
+    s, effs = held_replicas(s, now)
     effects.extend(effs)
     for client in sorted(s.sessions):
         s, effs = handoffs(s, s.sessions[client], now)

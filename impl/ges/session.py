@@ -20,14 +20,26 @@ the node role turns them into effects.
 
 from __future__ import annotations
 
-from typing import Any, final
+from typing import Any, Final, final
 
 import attrs
 from pyrsistent import PMap, pmap
 
 from gapless.impl.ges.policy import GESPolicy
 
-__all__ = ["Decision", "Session", "notified", "offer", "start_session"]
+__all__ = [
+    "CHANGE_LIMIT",
+    "Decision",
+    "Session",
+    "change_profile",
+    "notified",
+    "offer",
+    "start_session",
+]
+
+CHANGE_LIMIT: Final = 1 << 16
+"""Profile changes within one connection are numbered below this: a registration's unique
+number, as the profile propagation orders them, is ``connection * CHANGE_LIMIT + change``."""
 
 Decision = tuple[str, int, str, Any]
 Buffered = tuple[int, str, PMap[str, Any]]
@@ -45,6 +57,21 @@ class Session:
     presented: PMap[str, int]
     last: PMap[str, int] = attrs.field(factory=pmap)
     buffer: PMap[str, PMap[int, Buffered]] = attrs.field(factory=pmap)
+    change: int = 0
+    """How many times the client changed its profile within this connection."""
+    answered: frozenset[str] = frozenset()
+    """The storages that answered the handoff of the latest profile change within the
+    connection (for the connection's own handoff, ``last`` says it: see :meth:`answered_by`)."""
+
+    def answered_by(self, storage: str) -> bool:
+        """Whether ``storage`` answered the current registration's handoff (the connection's,
+        or its latest profile change's): the epoch notification from ``storage``."""
+        return storage in (self.answered if self.change else self.last)
+
+    @property
+    def number(self) -> int:
+        """The current registration's unique number (see :data:`CHANGE_LIMIT`)."""
+        return self.connection * CHANGE_LIMIT + self.change
 
 
 def start_session(client: str, profile: str, connection: int, resume: Any) -> Session:
@@ -63,12 +90,31 @@ def start_session(client: str, profile: str, connection: int, resume: Any) -> Se
     return Session(client=client, profile=profile, connection=connection, presented=pmap(presented))
 
 
+def change_profile(sess: Session, profile: str) -> Session:
+    """The client changes its profile to ``profile`` within its connection: a new
+    registration (``change`` + 1), presented to every storage anew with, per storage, the
+    last epoch delivered (or what the connection presented, where no storage answered yet);
+    no storage has answered it, so the client waits again for its notification. Delivery
+    goes on meanwhile: ``last`` and the buffers are kept (``spec/ges.md``, "Profile changes
+    within a connection")."""
+    if profile == sess.profile or sess.change + 1 >= CHANGE_LIMIT:
+        return sess
+    return attrs.evolve(
+        sess,
+        profile=profile,
+        change=sess.change + 1,
+        presented=sess.presented.update(sess.last),
+        answered=frozenset(),
+    )
+
+
 def notified(sess: Session, storages: tuple[str, ...]) -> bool:
-    """Whether every storage in ``storages`` has answered the session's handoff: the
-    client's epoch notification, which says at which epoch its profile (changed or not) took
-    effect there [GES "Epochs"]. A client that changed its profile waits for it before it
-    may disconnect (``spec/ges.md``, "Profile changes")."""
-    return all(s in sess.last for s in storages)
+    """Whether every storage in ``storages`` has answered the session's current handoff
+    (its connection's, or its latest profile change's): the client's epoch notification,
+    which says at which epoch its profile (changed or not) took effect there [GES "Epochs"].
+    A client that changed its profile waits for it before it may disconnect (``spec/ges.md``,
+    "Profile changes")."""
+    return all(sess.answered_by(s) for s in storages)
 
 
 def _drain(sess: Session, storage: str, policy: GESPolicy, out: list[Decision]) -> Session:

@@ -100,7 +100,8 @@ class ClientRecord:
     """A client as a storage knows it: the node it is attached to (or was last), the
     connection that attached it there, its profile, the epoch it registered at (``start``),
     the last epoch destined to it (``last``), the epoch up to which its last handoff
-    confirmed receipt (``confirmed``) and that handoff's cut (``cut``)."""
+    confirmed receipt (``confirmed``), that handoff's cut (``cut``) and the profile change
+    within the connection it brought (``change``; 0: the connection's own)."""
 
     broker: str
     connection: int
@@ -109,6 +110,7 @@ class ClientRecord:
     last: int
     confirmed: int
     cut: int
+    change: int = 0
 
 
 @final
@@ -282,12 +284,14 @@ def handoff(
     presented: int | None,
     profile: str,
     policy: GESPolicy,
+    change: int = 0,
 ) -> tuple[StorageState, ClientRecord | None, tuple[StoredEvent, ...]]:
-    """Client ``client`` attached to ``broker`` with ``connection``, presenting ``presented``
-    (see module doc). Returns the new state, the client's new record (None: a stale or
-    repeated handoff, state unchanged) and the events the handoff released."""
+    """Client ``client`` attached to ``broker`` with ``connection`` (and its ``change``-th
+    profile change within it), presenting ``presented`` (see module doc). Returns the new
+    state, the client's new record (None: a stale or repeated handoff, state unchanged) and
+    the events the handoff released."""
     old = st.clients.get(client)
-    if old is not None and connection <= old.connection:
+    if old is not None and (connection, change) <= (old.connection, old.change):
         return st, None, ()
     cut = st.epoch
     if old is None:
@@ -299,6 +303,7 @@ def handoff(
             last=cut,
             confirmed=cut,
             cut=cut,
+            change=change,
         )
         graph = st.graph.add(profile, broker)
         return attrs.evolve(st, clients=st.clients.set(client, rec), graph=graph), rec, ()
@@ -312,7 +317,13 @@ def handoff(
             released.append(gone)
     graph = policy.unregister(st.graph, old.profile, old.broker).add(profile, broker)
     rec = attrs.evolve(
-        old, broker=broker, connection=connection, profile=profile, confirmed=effective, cut=cut
+        old,
+        broker=broker,
+        connection=connection,
+        change=change,
+        profile=profile,
+        confirmed=effective,
+        cut=cut,
     )
     return attrs.evolve(st, clients=st.clients.set(client, rec), graph=graph), rec, tuple(released)
 
