@@ -41,10 +41,10 @@ Parameters (``gapless bench power --param KEY=VALUE``): ``mutants`` (60), ``seed
 demo campaign on the total-order merge topology [GD Figure 1] for N schedules, and counts as
 killed by the campaign if that fails), ``out`` (a directory for resumable verdicts; none:
 nothing kept), ``judge`` (1; 0: judge nothing, report the verdicts stored in ``out``).
-Verdicts are judged tests first for every mutant, then the campaign for the mutants the
-tests kill (the ones ``campaign_power`` is about), then the campaign for the rest, so an
-interrupted run has the headline figure's verdicts first; the figures count only mutants
-with both verdicts and ``pending`` says how many lack one.
+Mutants are judged in a seeded random order (so a partial run is a random subsample): the
+tests, then — if the tests kill it — the campaign; the campaigns of the mutants the tests
+do not kill (not part of ``campaign_power``) come last. The figures count only mutants with
+both verdicts; ``pending`` says how many lack one.
 It is long (minutes per surviving mutant): a bench, never part of ``make test``.
 """
 
@@ -53,6 +53,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import random
 import shutil
 import subprocess
 import sys
@@ -290,7 +291,7 @@ def _rows(judged: list[dict[str, Any]]) -> dict[str, dict[str, int]]:
 def _judge_all(
     mutants: list[Mutant], store: _Store, params: dict[str, Any]
 ) -> list[dict[str, Any]]:
-    """Every mutant's record, judging what is missing (tests first, see the docstring)."""
+    """Every mutant's record, judging what is missing (order: see the module docstring)."""
     records = [store.get(m) for m in mutants]
     for i, m in enumerate(mutants):
         base = {"mutant": m.ident, "module": m.module, "diff": m.diff}
@@ -299,15 +300,21 @@ def _judge_all(
             records[i].pop("killed_by_campaign", None)
     if not params["judge"]:
         return records
-    for i, m in enumerate(mutants):
+    order = list(range(len(mutants)))
+    random.Random(params["seed"]).shuffle(order)
+
+    def judge(i: int, what: str) -> None:
+        records[i] = _judge(mutants[i], records[i], what, params)
+        store.put(mutants[i], records[i])
+
+    for i in order:
         if "killed_by_tests" not in records[i]:
-            records[i] = _judge(m, records[i], "tests", params)
-            store.put(m, records[i])
-    for first in (True, False):
-        for i, m in enumerate(mutants):
-            if records[i]["killed_by_tests"] is first and "killed_by_campaign" not in records[i]:
-                records[i] = _judge(m, records[i], "campaign", params)
-                store.put(m, records[i])
+            judge(i, "tests")
+        if records[i]["killed_by_tests"] and "killed_by_campaign" not in records[i]:
+            judge(i, "campaign")
+    for i in order:
+        if "killed_by_campaign" not in records[i]:
+            judge(i, "campaign")
     return records
 
 
