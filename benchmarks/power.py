@@ -12,28 +12,48 @@ Theory of operation
    one module changed, laid out as ``src/gapless/impl`` and put first on ``PYTHONPATH`` (the
    editable install supplies every other subpackage; Spark's Python workers inherit the
    path). Then, each in its own output directory:
-   - the fast test tiers (:data:`FAST_TIERS`, Hypothesis profile ``ci``, stop at the first
-     failure): killed by the tests when pytest fails;
+   - the fast test tiers (:data:`FAST_TIERS`): killed by the tests when pytest fails. They
+     run in two passes, both stopping at the first failure (``-x``): first the test files
+     that import the mutated module (the likeliest to fail), then the other files. The
+     verdict is the full tiers': the two passes together run every test file once, and the
+     Hypothesis profile ``mutation`` draws the ``ci`` profile's examples (``derandomize``,
+     same count) and only skips shrinking — which never changes whether a test fails;
    - the default demo campaign (``campaigns/demo.toml``: its schedule count and seed as
-     shipped, on local Spark, no shrinking): killed by the campaign when ``gapless fuzz``
-     exits 1 (some schedule failed, errored or timed out).
-4. **The figures.** ``campaign_power`` = killed by both / killed by the tests (the share of
+     shipped, on local Spark, no shrinking, ``--fail-fast``): killed by the campaign when
+     ``gapless fuzz`` exits 1 (some schedule failed, errored or timed out). Stopping at the
+     first failing chunk cannot change that exit code, only how long a killed mutant takes.
+4. **Resumable.** With ``out=DIR`` each mutant's verdicts are written to
+   ``DIR/<mutant digest>.json`` as soon as it is judged; a rerun reads them back. The tests
+   verdict is kept as long as the mutant is the same; the campaign verdict only while the
+   campaign is the same: :func:`campaign_digest` (the demo file and every source of the
+   code that generates, runs and judges its schedules — ``models``, ``invariants``,
+   ``spark_fuzz``, ``spec``) and the schedule counts match. So after a fix to the campaign, a
+   rerun re-judges the campaign verdicts only; the 60-mutant run can span sessions.
+5. **The figures.** ``campaign_power`` = killed by both / killed by the tests (the share of
    the bugs the tests find that the campaign finds too); ``equivalent_suspects`` are the
    mutants nobody killed, with their diff, for a person to judge; per-module rows; the wall
-   time. Target: ``campaign_power >= 0.9``.
+   time (of this run; ``judge_s_total`` sums every verdict's own time, resumed ones
+   included). Target: ``campaign_power >= 0.9``.
 
 Parameters (``gapless bench power --param KEY=VALUE``): ``mutants`` (60), ``seed`` (1),
 ``schedules`` (the demo's 300; fewer for a quick look, reported as such), ``master``
 (``local[*]``), ``total_order`` (0: off; N: a mutant the demo campaign misses also meets the
 demo campaign on the total-order merge topology [GD Figure 1] for N schedules, and counts as
-killed by the campaign if that fails — the demo runs Figure 3 only, where no merge code runs).
+killed by the campaign if that fails), ``out`` (a directory for resumable verdicts; none:
+nothing kept), ``judge`` (1; 0: judge nothing, report the verdicts stored in ``out``).
+Mutants are judged in a seeded random order (so a partial run is a random subsample): the
+tests, then — if the tests kill it — the campaign; the campaigns of the mutants the tests
+do not kill (not part of ``campaign_power``) come last. The figures count only mutants with
+both verdicts; ``pending`` says how many lack one.
 It is long (minutes per surviving mutant): a bench, never part of ``make test``.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
+import random
 import shutil
 import subprocess
 import sys
@@ -45,11 +65,20 @@ from typing import Any, Final
 
 from gapless.benchmarks._mutants import Mutant, sample
 
-__all__ = ["FAST_TIERS", "TAKES_PARAMS", "run", "run_modules"]
+__all__ = [
+    "FAST_TIERS",
+    "TAKES_PARAMS",
+    "campaign_digest",
+    "ordered_test_files",
+    "run",
+    "run_modules",
+]
 
 ROOT: Final = Path(__file__).resolve().parents[1]
 DEMO: Final = ROOT / "campaigns" / "demo.toml"
 FAST_TIERS: Final = ("tests/laws", "tests/stateful", "tests/scenarios", "tests/unit")
+#: The code that generates, runs and judges a campaign's schedules (``impl`` is mutated).
+CAMPAIGN_CODE: Final = ("models", "invariants", "spark_fuzz", "spec")
 TARGET: Final = 0.9
 TAKES_PARAMS: Final = True
 #: Modules the protocol loads that cannot change a correct run's behaviour.
@@ -85,6 +114,32 @@ def run_modules() -> list[str]:
     return sorted(mods)
 
 
+def campaign_digest(root: Path = ROOT) -> str:
+    """16 hex digits of sha256 over the demo campaign file and every source of
+    :data:`CAMPAIGN_CODE` under ``root``: a stored campaign verdict holds while it matches."""
+    h = hashlib.sha256((root / "campaigns" / "demo.toml").read_bytes())
+    for top in CAMPAIGN_CODE:
+        for f in sorted((root / top).rglob("*.py")):
+            h.update(str(f.relative_to(root)).encode() + b"\0" + f.read_bytes())
+    return h.hexdigest()[:16]
+
+
+def ordered_test_files(module: str, root: Path = ROOT) -> tuple[list[str], list[str]]:
+    """The test files of :data:`FAST_TIERS` under ``root`` split in two: those that name the
+    mutated ``module``'s import path (``gapless.impl.gd.pubend`` or ``from gapless.impl.gd
+    import pubend``), then all the others. Together they are every test file, once."""
+    dotted = "gapless." + module.removesuffix(".py").replace("/", ".")
+    package, _, leaf = dotted.rpartition(".")
+    names = (dotted, f"from {package} import {leaf}")
+    first: list[str] = []
+    rest: list[str] = []
+    for tier in FAST_TIERS:
+        for f in sorted((root / tier).rglob("test_*.py")):
+            text = f.read_text()
+            (first if any(n in text for n in names) else rest).append(str(f.relative_to(root)))
+    return first, rest
+
+
 def _stage(mutant: Mutant, work: Path) -> dict[str, str]:
     """Lay out the mutated ``impl/`` under ``work/src/gapless/impl``; the environment to use."""
     src = work / "src" / "gapless"
@@ -94,17 +149,24 @@ def _stage(mutant: Mutant, work: Path) -> dict[str, str]:
     (src / "impl" / Path(mutant.module).relative_to("impl")).write_text(mutant.source)
     env = dict(os.environ)
     env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(work / "src"), env.get("PYTHONPATH")]))
-    env["HYPOTHESIS_PROFILE"] = "ci"
+    env["HYPOTHESIS_PROFILE"] = "mutation"  # the ci profile's examples, no shrinking
     env["HYPOTHESIS_STORAGE_DIRECTORY"] = str(work / "hypothesis")
     env["PYTHONDONTWRITEBYTECODE"] = "1"
     return env
 
 
-def _tests_kill(env: dict[str, str], work: Path) -> bool:
-    cmd = [sys.executable, "-m", "pytest", "-x", "-q", "-p", "no:cacheprovider"]
-    cmd += ["--basetemp", str(work / "pytest"), *FAST_TIERS]
-    done = subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True, check=False)
-    return done.returncode != 0
+def _tests_kill(mutant: Mutant, env: dict[str, str], work: Path) -> bool:
+    base = [sys.executable, "-m", "pytest", "-x", "-q", "-p", "no:cacheprovider"]
+    base += ["--basetemp", str(work / "pytest")]
+    for files in ordered_test_files(mutant.module):
+        if not files:
+            continue
+        done = subprocess.run(
+            [*base, *files], cwd=ROOT, env=env, capture_output=True, text=True, check=False
+        )
+        if done.returncode != 0:
+            return True
+    return False
 
 
 def _campaign_kill(env: dict[str, str], work: Path, params: dict[str, Any]) -> dict[str, Any]:
@@ -121,7 +183,7 @@ def _one_campaign(
 ) -> dict[str, Any]:
     gapless = Path(sys.executable).with_name("gapless")
     cmd = [str(gapless), "fuzz", "--config", str(DEMO), "--out", str(work / "out")]
-    cmd += ["--no-shrink", "--json", "--master", str(params["master"]), *extra]
+    cmd += ["--no-shrink", "--fail-fast", "--json", "--master", str(params["master"]), *extra]
     if params["schedules"] is not None:
         cmd += ["--schedules", str(params["schedules"])]
     done = subprocess.run(cmd, cwd=work, env=env, capture_output=True, text=True, check=False)
@@ -135,44 +197,78 @@ def _one_campaign(
         "failed": summary.get("failed"),
         "errors": summary.get("errors"),
         "timeouts": summary.get("timeouts"),
+        "by_invariant": summary.get("by_invariant"),
+        "schedules_run": summary.get("schedules_committed"),
         "stderr_tail": done.stderr[-400:] if done.returncode not in (0, 1) else "",
     }
 
 
-def _judge(mutant: Mutant, params: dict[str, Any]) -> dict[str, Any]:
+def _key(mutant: Mutant) -> str:
+    return hashlib.sha256(f"{mutant.ident}\0{mutant.source}".encode()).hexdigest()[:20]
+
+
+class _Store:
+    """One JSON file per mutant under ``out`` (nothing kept when ``out`` is None)."""
+
+    def __init__(self, out: str | None) -> None:
+        self.dir = Path(out) if out else None
+        if self.dir is not None:
+            self.dir.mkdir(parents=True, exist_ok=True)
+
+    def get(self, mutant: Mutant) -> dict[str, Any]:
+        if self.dir is None:
+            return {}
+        f = self.dir / f"{_key(mutant)}.json"
+        return dict(json.loads(f.read_text())) if f.exists() else {}
+
+    def put(self, mutant: Mutant, record: dict[str, Any]) -> None:
+        if self.dir is None:
+            return
+        f = self.dir / f"{_key(mutant)}.json"
+        tmp = f.with_suffix(".tmp")
+        tmp.write_text(json.dumps(record, indent=1, sort_keys=True))
+        tmp.replace(f)
+
+
+def _judge(
+    mutant: Mutant, record: dict[str, Any], what: str, params: dict[str, Any]
+) -> dict[str, Any]:
+    """``record`` with the ``what`` (``tests`` or ``campaign``) verdict of ``mutant`` added."""
     work = Path(tempfile.mkdtemp(prefix="gapless-power-"))
     try:
         env = _stage(mutant, work)
         t0 = time.perf_counter()
-        by_tests = _tests_kill(env, work)
-        t1 = time.perf_counter()
-        campaign = _campaign_kill(env, work, params)
-        t2 = time.perf_counter()
+        if what == "tests":
+            record = {**record, "killed_by_tests": _tests_kill(mutant, env, work)}
+        else:
+            got = _campaign_kill(env, work, params)
+            record = {**record, "killed_by_campaign": got["killed"], "campaign": got}
+            record["campaign_key"] = params["campaign_key"]
+        record[f"{what}_s"] = round(time.perf_counter() - t0, 1)
     finally:
         shutil.rmtree(work, ignore_errors=True)
-    return {
-        "mutant": mutant.ident,
-        "module": mutant.module,
-        "killed_by_tests": by_tests,
-        "killed_by_campaign": campaign["killed"],
-        "campaign": campaign,
-        "tests_s": round(t1 - t0, 1),
-        "campaign_s": round(t2 - t1, 1),
-        "diff": mutant.diff,
-    }
+    return record
 
 
 def _params(given: dict[str, str]) -> dict[str, Any]:
-    allowed = {"mutants": 60, "seed": 1, "schedules": None, "master": "local[*]", "total_order": 0}
+    allowed = {
+        "mutants": 60,
+        "seed": 1,
+        "schedules": None,
+        "master": "local[*]",
+        "total_order": 0,
+        "out": None,
+        "judge": 1,
+    }
     unknown = sorted(set(given) - set(allowed))
     if unknown:
         raise ValueError(f"bench power: unknown parameter(s) {unknown}; allowed: {sorted(allowed)}")
     out: dict[str, Any] = dict(allowed)
     for key, value in given.items():
-        if key == "master":
+        if key in ("master", "out"):
             out[key] = value
             continue
-        least = 0 if key in ("seed", "total_order") else 1
+        least = 0 if key in ("seed", "total_order", "judge") else 1
         if not value.isdigit() or int(value) < least:
             raise ValueError(
                 f"bench power: {key}={value!r} is not allowed; expected an integer >= {least}"
@@ -192,21 +288,58 @@ def _rows(judged: list[dict[str, Any]]) -> dict[str, dict[str, int]]:
     return {m: dict(sorted(c.items())) for m, c in sorted(per.items())}
 
 
+def _judge_all(
+    mutants: list[Mutant], store: _Store, params: dict[str, Any]
+) -> list[dict[str, Any]]:
+    """Every mutant's record, judging what is missing (order: see the module docstring)."""
+    records = [store.get(m) for m in mutants]
+    for i, m in enumerate(mutants):
+        base = {"mutant": m.ident, "module": m.module, "diff": m.diff}
+        records[i] = {**records[i], **base}
+        if records[i].get("campaign_key") != params["campaign_key"]:
+            records[i].pop("killed_by_campaign", None)
+    if not params["judge"]:
+        return records
+    order = list(range(len(mutants)))
+    random.Random(params["seed"]).shuffle(order)
+
+    def judge(i: int, what: str) -> None:
+        records[i] = _judge(mutants[i], records[i], what, params)
+        store.put(mutants[i], records[i])
+
+    for i in order:
+        if "killed_by_tests" not in records[i]:
+            judge(i, "tests")
+        if records[i]["killed_by_tests"] and "killed_by_campaign" not in records[i]:
+            judge(i, "campaign")
+    for i in order:
+        if "killed_by_campaign" not in records[i]:
+            judge(i, "campaign")
+    return records
+
+
 def run(**given: str) -> dict[str, Any]:
     params = _params(given)
     t0 = time.perf_counter()
     modules = run_modules()
     mutants = sample(ROOT, modules, params["mutants"], params["seed"])
-    judged = [_judge(m, params) for m in mutants]
+    key = f"{campaign_digest()}:{params['schedules']}:{params['total_order']}:{params['master']}"
+    params["campaign_key"] = key
+    records = _judge_all(mutants, _Store(params["out"]), params)
+    judged = [r for r in records if "killed_by_tests" in r and "killed_by_campaign" in r]
     by_tests = sum(r["killed_by_tests"] for r in judged)
     by_campaign = sum(r["killed_by_campaign"] for r in judged)
     both = sum(r["killed_by_tests"] and r["killed_by_campaign"] for r in judged)
     power = round(both / by_tests, 3) if by_tests else 0.0
+    complete = len(judged) == len(mutants)
     return {
-        "mutants": len(judged),
+        "mutants": len(mutants),
+        "judged": len(judged),
+        "pending": len(mutants) - len(judged),
         "seed": params["seed"],
         "schedules": params["schedules"] or "demo.toml's",
         "total_order_schedules": params["total_order"],
+        "campaign_key": key,
         "modules": modules,
         "killed_by_tests": by_tests,
         "killed_by_campaign": by_campaign,
@@ -226,9 +359,16 @@ def run(**given: str) -> dict[str, Any]:
             if not r["killed_by_tests"] and not r["killed_by_campaign"]
         ],
         "per_module": _rows(judged),
-        "judged": judged,
+        "records": records,
         "wall_s": round(time.perf_counter() - t0, 1),
+        "judge_s_total": round(
+            sum(r.get("tests_s", 0.0) + r.get("campaign_s", 0.0) for r in records), 1
+        ),
         "targets": {
-            "campaign_power": {"value": power, "target": f">= {TARGET}", "met": power >= TARGET}
+            "campaign_power": {
+                "value": power,
+                "target": f">= {TARGET}",
+                "met": complete and power >= TARGET,
+            }
         },
     }

@@ -70,6 +70,8 @@ def print_summary(summary: dict[str, Any], *, title: str = "campaign") -> None:
                 f"{v['blind_schedules']} schedules, guided in {v['guided_schedules']} "
                 f"(half: {v['half']})"
             )
+    if summary.get("stopped_at_first_failure"):
+        console.print("stopped at the first failing chunk (--fail-fast)")
     console.print(
         f"executed {summary['executed']} schedules, skipped {summary['skipped']} already "
         f"committed; results in {summary['directory']}"
@@ -166,6 +168,12 @@ def _progress_ui(console_enabled: bool) -> tuple[Any, Any]:
     default=None,
     help="Coverage-guided schedules, run beside a blind twin campaign (growth compared).",
 )
+@click.option(
+    "--fail-fast",
+    is_flag=True,
+    default=None,
+    help="Stop at the first chunk with a failing schedule (exit 1 as soon as it breaks).",
+)
 @click.option("--json", "as_json", is_flag=True, help="Print the summary as one JSON object.")
 def fuzz(
     config_path: str | None,
@@ -183,6 +191,7 @@ def fuzz(
     processes: int,
     no_shrink: bool,
     guided: bool | None,
+    fail_fast: bool | None,
     as_json: bool,
 ) -> None:
     """Run a fuzz campaign: seeds -> fault schedules -> simulate -> invariants -> Parquet.
@@ -208,6 +217,7 @@ def fuzz(
         "chunk_size": chunk_size,
         "shrink": False if no_shrink else None,
         "guided": guided,
+        "fail_fast": fail_fast,
     }
     if processes < 1:
         click.echo(f"gapless fuzz: --processes {processes} is not allowed; expected >= 1", err=True)

@@ -45,7 +45,8 @@ Format ``gapless-trace``, version 2 (UTF-8, one JSON object per line):
   - ``connect``: ``{"subscriber", "filter", "connection"}``; ``disconnect``:
     ``{"subscriber"}``; ``fault``: ``{"kind", "target", "phase"}``
   - ``timer``, ``link``, ``rejected``, ``coverage``: ``{"text"}``, a description the
-    invariants do not read.
+    invariants do not read (so ``own_timers``, which needs a rejection's input, is not judged
+    from a file).
 * the last line, the end record: ``{"end": {"records": N, "sha256": HEX}}`` — the number of
   records and the SHA-256 of every line before it (the header included), each line's text
   without its line terminator followed by one ``"\n"``. A file without it was cut short (a

@@ -14,7 +14,8 @@ The campaign id defaults to a digest of the *identity* of the configuration: eve
 can change a row (protocol, backend, variant, topology, workload, faults, seed, duration,
 invariants, timeout). The number of schedules is not part of it, so re-running a campaign
 with more schedules extends it, and re-running it unchanged resumes it. Run settings (output
-directory, Spark master, chunk size, shrinking limits) are not part of it either.
+directory, Spark master, chunk size, shrinking limits, ``fail_fast``) are not part of it
+either.
 
 Every key is documented in ``spark_fuzz/README.md``.
 """
@@ -86,6 +87,9 @@ class CampaignConfig:
     master: str = "local[*]"
     partitions: int = 0
     guided: bool = False
+    fail_fast: bool = False
+    """Stop at the first committed chunk holding a failing schedule (a run setting: it decides
+    which seeds run, never what a seed's row says)."""
     run_config: Mapping[str, Any] = attrs.field(factory=dict)
     """Overrides of the protocol's run configuration (the campaign file's ``[run_config]``
     table; ``RunSpec.config``): the protocol's entry decides which keys it accepts."""
@@ -143,6 +147,7 @@ def config_from_json(text: str) -> CampaignConfig:
     data = json.loads(text)
     data["invariants"] = tuple(data["invariants"])
     data.setdefault("run_config", {})
+    data.setdefault("fail_fast", False)
     return CampaignConfig(**data)
 
 
@@ -163,6 +168,7 @@ TOP_LEVEL_KEYS: Final[dict[str, str]] = {
     "partitions": "an integer >= 0: Spark tasks in flight (0 = automatic)",
     "shrink": "true or false",
     "guided": "true or false (coverage-guided schedules beside a blind twin campaign)",
+    "fail_fast": "true or false (stop at the first chunk with a failing schedule)",
     "max_counterexamples": "an integer >= 0",
     "shrink_runs": "an integer >= 1 (simulations allowed per shrink)",
     "out": "an output directory",
@@ -290,7 +296,7 @@ def load_config(
     _check_seed_range(data, where)
     _check_number(data, "duration_s", 3600.0, where)
     _check_number(data, "timeout_s", 86400.0, where)
-    for flag in ("shrink", "guided"):
+    for flag in ("shrink", "guided", "fail_fast"):
         if flag in data and not isinstance(data[flag], bool):
             raise _fail(flag, data[flag], TOP_LEVEL_KEYS[flag], where)
     if "master" in data and (
@@ -358,6 +364,7 @@ def load_config(
         master=data.get("master", "local[*]"),
         partitions=data.get("partitions", 0),
         guided=data.get("guided", False),
+        fail_fast=data.get("fail_fast", False),
         run_config=dict(sorted(run_config.items())),
     )
     if check_backend:

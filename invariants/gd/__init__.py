@@ -5,8 +5,9 @@
 (:mod:`gapless.invariants.gd.delivery`), the wire-conformance ones
 (:mod:`gapless.invariants.gd.conformance`), minimal traffic
 (:mod:`gapless.invariants.gd.traffic`), the AckExpected timing rule
-(:mod:`gapless.invariants.gd.timing`) and the link-bundle rule
-(:mod:`gapless.invariants.gd.links`). Their names, in report order, are
+(:mod:`gapless.invariants.gd.timing`), the link-bundle rule
+(:mod:`gapless.invariants.gd.links`) and the own-timer rule
+(:mod:`gapless.invariants.gd.timers`). Their names, in report order, are
 ``gapless.invariants.INVARIANTS``.
 """
 
@@ -17,6 +18,7 @@ from typing import Final
 from gapless.invariants.gd.conformance import GDConformance
 from gapless.invariants.gd.delivery import GDDelivery
 from gapless.invariants.gd.links import GDDownLinkRouting
+from gapless.invariants.gd.timers import GDOwnTimers
 from gapless.invariants.gd.timing import GDAckExpectedTiming
 from gapless.invariants.gd.traffic import GDMinimalTraffic
 from gapless.invariants.plugin import Plugin
@@ -28,6 +30,7 @@ __all__ = [
     "GDDelivery",
     "GDDownLinkRouting",
     "GDMinimalTraffic",
+    "GDOwnTimers",
 ]
 
 PLUGINS: Final[tuple[type[Plugin], ...]] = (
@@ -36,5 +39,6 @@ PLUGINS: Final[tuple[type[Plugin], ...]] = (
     GDMinimalTraffic,
     GDAckExpectedTiming,
     GDDownLinkRouting,
+    GDOwnTimers,
 )
 """GD's plug-ins, in the order they judge a record."""

@@ -8,8 +8,8 @@ from typing import Any
 
 import pytest
 
-from gapless.impl.effects import Deliver, DeliverCohort, Persist
-from gapless.impl.inputs import Connect, Disconnect, Persisted
+from gapless.impl.effects import Deliver, DeliverCohort, Persist, Rejected
+from gapless.impl.inputs import Connect, Disconnect, Persisted, Receive, TimerFired
 from gapless.impl.trace import Fault, Published, Sent, TraceRecord, Wire
 from gapless.invariants import INVARIANTS
 from gapless.invariants.checker import CheckContext, Checker, SubscriptionInfo, check_trace
@@ -504,6 +504,20 @@ CASES += [
         lambda: _down_link("data", "b1", "s1", fault=("link_fail", "b1|s1")),
         # the whole bundle p1 -> IB1 down: no up path to route around to (not judged)
         lambda: _down_link("data", "p1", "b1", fault=("partition", "b1,b2,s1,s2")),
+    ),
+]
+
+
+def _rejected(inp: Any) -> T:
+    """``s1`` rejects ``inp``: its own GCT timer (own_timers) or a network input (not judged)."""
+    return _base()._add(400, "s1", "rejected", Rejected(reason="refused", input=inp))
+
+
+CASES += [
+    (
+        "own_timers",
+        lambda: _rejected(TimerFired(key=("timer", 0, "gct", "P1", "extra"))),
+        lambda: _rejected(Receive(sender="b9", msg=Wire(kind="ack", pubend="P1"))),
     ),
 ]
 

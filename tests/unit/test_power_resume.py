@@ -1,0 +1,103 @@
+"""The power bench's resumable verdict store and its test-file order (issue 18 §1)."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from gapless.benchmarks import power
+from gapless.benchmarks._mutants import Mutant
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def _mutants() -> list[Mutant]:
+    return [
+        Mutant(module=f"impl/m{i}.py", line=1, kind="k", index=i, source=f"x = {i}", diff="d")
+        for i in range(3)
+    ]
+
+
+def _fake_judge(calls: list[tuple[str, str]], tests_kill: set[str]) -> Any:
+    def judge(m: Mutant, record: dict[str, Any], what: str, params: dict[str, Any]) -> Any:
+        calls.append((m.module, what))
+        if what == "tests":
+            return {**record, "killed_by_tests": m.module in tests_kill, "tests_s": 1.0}
+        return {
+            **record,
+            "killed_by_campaign": True,
+            "campaign_key": params["campaign_key"],
+            "campaign_s": 2.0,
+        }
+
+    return judge
+
+
+def _params(out: Path, key: str, judge: int = 1) -> dict[str, Any]:
+    return {**power._params({"out": str(out), "judge": str(judge)}), "campaign_key": key}
+
+
+def test_verdicts_are_stored_and_a_rerun_judges_nothing(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    calls: list[tuple[str, str]] = []
+    monkeypatch.setattr(power, "_judge", _fake_judge(calls, {"impl/m1.py"}))
+    params = _params(tmp_path, "a")
+    first = power._judge_all(_mutants(), power._Store(str(tmp_path)), params)
+    # each mutant's tests, at once its campaign if the tests kill it; the other campaigns last
+    tests = [m for m, what in calls if what == "tests"]
+    assert sorted(tests) == ["impl/m0.py", "impl/m1.py", "impl/m2.py"]
+    at = calls.index(("impl/m1.py", "tests"))
+    assert calls[at + 1] == ("impl/m1.py", "campaign")
+    assert sorted(calls[-2:]) == [("impl/m0.py", "campaign"), ("impl/m2.py", "campaign")]
+    assert len(list(tmp_path.glob("*.json"))) == 3
+    calls.clear()
+    again = power._judge_all(_mutants(), power._Store(str(tmp_path)), params)
+    assert calls == []
+    assert again == first
+
+
+def test_a_changed_campaign_rejudges_the_campaign_verdicts_only(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    calls: list[tuple[str, str]] = []
+    monkeypatch.setattr(power, "_judge", _fake_judge(calls, set()))
+    power._judge_all(_mutants(), power._Store(str(tmp_path)), _params(tmp_path, "a"))
+    calls.clear()
+    power._judge_all(_mutants(), power._Store(str(tmp_path)), _params(tmp_path, "b"))
+    assert sorted(calls) == [(f"impl/m{i}.py", "campaign") for i in range(3)]
+
+
+def test_judge_0_only_reports_what_is_stored(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    calls: list[tuple[str, str]] = []
+    monkeypatch.setattr(power, "_judge", _fake_judge(calls, set()))
+    got = power._judge_all(_mutants(), power._Store(str(tmp_path)), _params(tmp_path, "a", 0))
+    assert calls == []
+    assert all("killed_by_tests" not in r for r in got)
+
+
+def test_the_two_test_passes_hold_every_fast_test_file_once() -> None:
+    every = sorted(
+        str(f.relative_to(ROOT)) for t in power.FAST_TIERS for f in (ROOT / t).rglob("test_*.py")
+    )
+    for module in ("impl/gd/pubend.py", "impl/ticksets.py", "impl/streams/runs.py"):
+        first, rest = power.ordered_test_files(module, ROOT)
+        assert sorted(first + rest) == every
+        assert not set(first) & set(rest)
+        assert all("test_" in f for f in first)
+    first, _ = power.ordered_test_files("impl/gd/pubend.py", ROOT)
+    assert first  # some test file imports the pubend directly
+
+
+def test_the_campaign_digest_follows_the_demo_file(tmp_path: Path) -> None:
+    for top in ("campaigns", *power.CAMPAIGN_CODE):
+        shutil.copytree(ROOT / top, tmp_path / top, ignore=shutil.ignore_patterns("__pycache__"))
+    before = power.campaign_digest(tmp_path)
+    demo = tmp_path / "campaigns" / "demo.toml"
+    demo.write_text(demo.read_text().replace("schedules = 300", "schedules = 301"))
+    assert power.campaign_digest(tmp_path) != before
