@@ -49,7 +49,7 @@ from pyrsistent import PMap, pmap, pvector
 
 from gapless.impl.dft.messages import PubConfirm, PubMsg
 from gapless.impl.dft.partitions import publication_tags
-from gapless.impl.dft.routing import route
+from gapless.impl.dft.routing import legitimate, route
 from gapless.impl.dft.seqvec import extend, is_duplicate, low_water, observe
 from gapless.impl.dft.state import BrokerState, QueuedPub
 from gapless.impl.effects import Deliver, Effect, Send
@@ -161,25 +161,25 @@ def _local_deliveries(state: BrokerState, msg: PubMsg, sid: str) -> Step:
 
 def _process(state: BrokerState, sender: str | None, msg: PubMsg, stamp: int | None = None) -> Step:
     """Lines 9-18: queue, tag, match, deliver locally, route; stamped with the next stamp,
-    or ``stamp`` for a publication of this broker's re-sent after a restart."""
-    me, tree = state.me, state.tree
+    or ``stamp`` for a publication of this broker's re-sent after a restart. Matching reads
+    the SRT through its index (:func:`_srt_index`): each distinct filter is evaluated once,
+    and the sources towards which p travels are read per neighbour, not per entry."""
+    me = state.me
     msg = attrs.evolve(msg, tags=msg.tags | publication_tags(state, msg.source))
     effects: list[Effect] = []
     targets: set[str] = set()
-    verdicts: dict[str, bool] = {}  # each distinct filter evaluated once per publication
-    back = None if msg.source == me else tree.next_hop(me, msg.source)
-    for sid in sorted(state.srt):
-        sub = state.srt[sid].sub
-        hit = verdicts.get(sub.filter)
-        if hit is None:
-            hit = verdicts[sub.filter] = parse_filter(sub.filter).matches(msg.attributes)
-        if not hit:
+    back = None if msg.source == me else state.tree.next_hop(me, msg.source)
+    hit_locals: list[str] = []
+    for text, local, by_hop in _srt_index(state):
+        if not parse_filter(text).matches(msg.attributes):
             continue
-        if sub.source == me:
-            state, local = _local_deliveries(state, msg, sid)
-            effects += local
-        elif back is None or tree.next_hop(me, sub.source) != back:  # toward [DFT §VI]
-            targets.add(sub.source)
+        hit_locals += local
+        for hop, sources in by_hop:
+            if hop != back:  # toward [DFT §VI]
+                targets |= sources
+    for sid in sorted(hit_locals):
+        state, local_effects = _local_deliveries(state, msg, sid)
+        effects += local_effects
     if stamp is None:
         stamp = state.stamp + 1
         state = attrs.evolve(state, stamp=stamp)
@@ -192,15 +192,54 @@ def _process(state: BrokerState, sender: str | None, msg: PubMsg, stamp: int | N
     return attrs.evolve(state, queue=state.queue.append(q)), tuple(effects)
 
 
-def _held(state: BrokerState, older: Iterable[QueuedPub], source: str, z: str) -> str | None:
-    """The hop an older queued publication of ``source`` waits on for ``z`` (a hop with no
-    active session), if any: a newer one must not overtake it."""
+#: Per filter: its text, the local subscriptions' ids, and per neighbour of the broker the
+#: sources of the other subscriptions whose primary path leaves through that neighbour.
+SrtIndex = tuple[tuple[str, tuple[str, ...], tuple[tuple[str, frozenset[str]], ...]], ...]
+_INDEX_MAX = 4096
+_index_memo: dict[tuple[int, str], tuple[object, object, SrtIndex]] = {}
+
+
+def _srt_index(state: BrokerState) -> SrtIndex:
+    """The SRT grouped by filter, then by the neighbour towards each subscription's source
+    (see :data:`SrtIndex`). A publication then costs one evaluation per distinct filter and
+    one set union per neighbour, not a walk of every entry [DFT §VI lines 13-16]. The SRT and
+    the tree are immutable values, so the index is memoised by their identity: invisible
+    (same answers), rebuilt only when the SRT changes."""
+    srt, tree, me = state.srt, state.tree, state.me
+    hit = _index_memo.get((id(srt), me))
+    if hit is not None and hit[0] is srt and hit[1] is tree:
+        return hit[2]
+    groups: dict[str, tuple[list[str], dict[str, set[str]]]] = {}
+    for sid, entry in srt.items():
+        sub = entry.sub
+        local, by_hop = groups.setdefault(sub.filter, ([], {}))
+        if sub.source == me:
+            local.append(sid)
+        else:
+            by_hop.setdefault(tree.next_hop(me, sub.source), set()).add(sub.source)
+    index: SrtIndex = tuple(
+        (text, tuple(sorted(local)), tuple((h, frozenset(zs)) for h, zs in sorted(by_hop.items())))
+        for text, (local, by_hop) in sorted(groups.items())
+    )
+    if len(_index_memo) >= _INDEX_MAX:
+        _index_memo.clear()
+    _index_memo[(id(srt), me)] = (srt, tree, index)
+    return index
+
+
+def _held(state: BrokerState, older: Iterable[QueuedPub], source: str) -> dict[str, str]:
+    """Per target, the hop an older queued publication of ``source`` waits on for it (a hop
+    with no active session; the oldest such publication's, its first such hop): a newer one
+    must not overtake it."""
+    held: dict[str, str] = {}
+    fwd = state.fwd
     for o in older:
         if o.msg.source == source:
             for h, zs in o.hops.items():
-                if z in zs and h not in state.fwd:
-                    return h
-    return None
+                if h not in fwd:
+                    for z in zs:
+                        held.setdefault(z, h)
+    return held
 
 
 def _assign(
@@ -214,22 +253,40 @@ def _assign(
     already sent to over a live session): each source gets the active session towards it
     (``q`` is sent there unless it already was), else it waits on its old hop in ``q``,
     else on the neighbour towards it. While an ``older`` publication of the same source
-    waits for a target, ``q`` waits with it (per-source FIFO per target)."""
-    tree, me = state.tree, state.me
+    waits for a target, ``q`` waits with it (per-source FIFO per target). When the
+    neighbour towards a source is itself a usable session, that is the route
+    (:func:`~gapless.impl.dft.routing.route`), legitimate or not alike for every source
+    behind it: decided once per neighbour."""
+    tree, me, fwd = state.tree, state.me, state.fwd
+    trail, delta = q.msg.trail, state.config.delta
     hops: dict[str, frozenset[str]] = dict(base)
+    grown: dict[str, set[str]] = {}
     sends: list[Effect] = []
-    older = list(older)
+    held = _held(state, older, q.msg.source)
+    near: dict[str, bool] = {}  # usable neighbour -> is the hop to it legitimate
     for z in sorted(targets):
-        r = _held(state, older, q.msg.source, z)
+        r = held.get(z)
         if r is None:
-            r = route(tree, me, state.fwd, z, q.msg.trail, state.config.delta)
+            first = tree.next_hop(me, z)
+            if first in fwd:
+                ok = near.get(first)
+                if ok is None:
+                    ok = near[first] = legitimate(tree, trail, me, first, delta)
+                r = first if ok else None
+            else:
+                r = route(tree, me, fwd, z, trail, delta)
         if r is None:
             r = _waiting_hop(state, q.hops, z)
             if r is None:
                 continue
-        elif r in state.fwd and r not in hops:
+        elif r in fwd and r not in hops:
             sends.append(_outgoing(state, q, r))
-        hops[r] = hops.get(r, frozenset()) | {z}
+        if r not in grown:
+            grown[r] = set(hops.get(r, ()))
+            hops[r] = frozenset()  # keeps the order in which hops first appear
+        grown[r].add(z)
+    for r, zs in grown.items():
+        hops[r] = frozenset(zs)
     return attrs.evolve(q, hops=pmap(hops)), sends
 
 
