@@ -34,13 +34,13 @@ import contextlib
 import json
 import sys
 import time
-from concurrent.futures import ProcessPoolExecutor, as_completed
+from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 from typing import Any, Final
 
 from gapless.benchmarks._targets import machine_speed, target
 from gapless.models import dft_figures as F
-from gapless.models.dft_fig10 import FAIL_AT_US, fig10_point, fig10_spec
+from gapless.models.dft_fig10 import FAIL_AT_US, fig10_delta, fig10_spec
 from gapless.models.faults import FaultSchedule
 from gapless.models.run import Run
 
@@ -75,9 +75,21 @@ SCALED_FIG10: Final = {
 }
 
 
-def _point(args: tuple[int, int, int, float]) -> dict[str, Any]:
-    n, delta, k, duration = args
-    return {**fig10_point(n, delta, k, duration), **machine_speed()}
+def _delta_points(
+    args: tuple[int, int, tuple[int, ...], float, Path | None],
+) -> list[dict[str, Any]]:
+    """The points of one δ (:func:`gapless.models.dft_fig10.fig10_delta`: one shared
+    start-up), each written to ``store`` as it finishes."""
+    n, delta, ks, duration, store = args
+    speed = machine_speed()
+    points = []
+    for p in fig10_delta(n, delta, ks, duration):
+        point = {**p, **speed}
+        path = _stored(store, (n, delta, p["k"], duration))
+        if path is not None:
+            path.write_text(json.dumps(point, indent=1, sort_keys=True))
+        points.append(point)
+    return points
 
 
 def _ints(text: str) -> tuple[int, ...]:
@@ -121,34 +133,33 @@ def _stored(store: Path | None, job: tuple[int, int, int, float]) -> Path | None
 def _fig10(
     workers: int = 2, shape: dict[str, Any] | None = None, store: Path | None = None
 ) -> dict[str, Any]:
-    """The sweep; with ``store``, each point is written there as it finishes
-    (``n{n}_{duration}s_d{delta}_k{k}.json``) and a point already there is read, not run
-    again: a sweep longer than a session resumes where it stopped."""
+    """The sweep, one task per δ (its points share their start-up); with ``store``, each
+    point is written there as it finishes (``n{n}_{duration}s_d{delta}_k{k}.json``) and a
+    point already there is read, not run again: a sweep longer than a session resumes where
+    it stopped."""
     sh = shape or SCALED_FIG10
     points: list[dict[str, Any]] = []
-    todo = []
+    todo: dict[int, list[int]] = {}
     for job in _jobs(sh):
         path = _stored(store, job)
         if path is not None and path.exists():
             points.append({**json.loads(path.read_text()), "resumed": True})
         else:
-            todo.append(job)
+            todo.setdefault(job[1], []).append(job[2])
     if store is not None:
         store.mkdir(parents=True, exist_ok=True)
+    tasks = [(sh["n"], d, tuple(ks), sh["duration"], store) for d, ks in todo.items()]
     t0 = time.perf_counter()
     c0 = time.process_time()
     with ProcessPoolExecutor(max_workers=workers) as pool:
-        futures = {pool.submit(_point, job): job for job in todo}
-        for fut in as_completed(futures):
-            point = fut.result()
-            path = _stored(store, futures[fut])
-            if path is not None:
-                path.write_text(json.dumps(point, indent=1, sort_keys=True))
-            points.append(point)
+        for got in pool.map(_delta_points, tasks):
+            points += got
     wall = time.perf_counter() - t0
-    events = sum(p["events"] for p in points)
-    busy = sum(p["wall_s"] for p in points)
-    cpu = sum(p.get("cpu_s", 0.0) for p in points)
+    ran = [p for p in points if not p.get("resumed")]
+    shared = {(p["delta"], p["shared_events"], p["shared_cpu_s"], p["shared_wall_s"]) for p in ran}
+    events = sum(p["events"] - p["shared_events"] for p in ran) + sum(e for _, e, _, _ in shared)
+    busy = sum(p["wall_s"] for p in ran) + sum(w for _, _, _, w in shared)
+    cpu = sum(p["cpu_s"] for p in ran) + sum(c for _, _, c, _ in shared)
     points.sort(key=lambda p: (p["delta"], p["k"]))
     return {
         "n": sh["n"],
@@ -162,7 +173,7 @@ def _fig10(
         "fig10_events": events,
         "fig10_events_per_s": round(events / busy) if busy else None,
         "fig10_events_per_cpu_s": round(events / cpu) if cpu else None,
-        "fig10_resumed": sum(1 for p in points if p.get("resumed")),
+        "fig10_resumed": len(points) - len(ran),
     }
 
 
