@@ -62,14 +62,15 @@ Step = tuple[BrokerState, tuple[Effect, ...]]
 Hops = PMap[str, frozenset[str]]
 
 
-def _outgoing(state: BrokerState, q: QueuedPub, to: str) -> Send:
-    """SendPub (lines 28-31): extend the sequence vector, then send."""
+def _outgoing(state: BrokerState, q: QueuedPub, to: str, low: int) -> Send:
+    """SendPub (lines 28-31): extend the sequence vector (``low``: the low-water mark,
+    :func:`~gapless.impl.dft.seqvec.low_water`), then send."""
     tree = state.tree
     vec = extend(
         q.msg.seqvec,
         state.me,
         q.stamp,
-        low_water(q.stamp, (o.stamp for o in state.queue), state.stamp),
+        low,
         lambda y: tree.distance(y, to),
         state.policy.dseq(state.config),
     )
@@ -93,9 +94,9 @@ def on_pub(state: BrokerState, sender: str, msg: PubMsg) -> Step:
     if not state.restored:
         return attrs.evolve(state, held=state.held.append((sender, msg))), ()
     if is_duplicate(state.seen, msg.seqvec):
-        for i, q in enumerate(state.queue):
-            if q.msg.key == msg.key:
-                return _another_copy(state, i, q, sender, msg)
+        i = _find(state.queue, msg.key)
+        if i is not None:
+            return _another_copy(state, i, state.queue[i], sender, msg)
         return state, (Send(to=sender, msg=PubConfirm(key=msg.key)),)
     state = attrs.evolve(state, seen=observe(state.seen, msg.seqvec))
     return _process(state, sender, msg)
@@ -263,6 +264,7 @@ def _assign(
     grown: dict[str, set[str]] = {}
     sends: list[Effect] = []
     held = _held(state, older, q.msg.source)
+    low: int | None = None  # the low-water mark of q's copies: the same for every hop
     near: dict[str, bool] = {}  # usable neighbour -> is the hop to it legitimate
     for z in sorted(targets):
         r = held.get(z)
@@ -280,7 +282,9 @@ def _assign(
             if r is None:
                 continue
         elif r in fwd and r not in hops:
-            sends.append(_outgoing(state, q, r))
+            if low is None:
+                low = low_water(q.stamp, (o.stamp for o in state.queue), state.stamp)
+            sends.append(_outgoing(state, q, r, low))
         if r not in grown:
             grown[r] = set(hops.get(r, ()))
             hops[r] = frozenset()  # keeps the order in which hops first appear
@@ -307,18 +311,32 @@ def _confirm(q: QueuedPub) -> tuple[Effect, ...]:
     return tuple(Send(to=x, msg=PubConfirm(key=q.msg.key)) for x in sorted(q.senders))
 
 
+def _find(queue: Iterable[QueuedPub], key: tuple[str, int]) -> int | None:
+    """The index of the first entry of publication ``key`` in ``queue``, if any. Compared
+    field by field, number first: the queue of a broker before a barrier grows with every
+    publication that waits there, and this runs for every confirmation."""
+    if not (isinstance(key, tuple) and len(key) == 2):  # a malformed key matches nothing
+        return next((i for i, q in enumerate(queue) if q.msg.key == key), None)
+    source, number = key
+    for i, q in enumerate(queue):
+        m = q.msg
+        if m.number == number and m.source == source:
+            return i
+    return None
+
+
 def on_pub_confirm(state: BrokerState, sender: str, msg: PubConfirm) -> Step:
     """OnPubConfirmationReceive (lines 19-23)."""
-    for i, q in enumerate(state.queue):
-        if q.msg.key != msg.key:
-            continue
-        if sender not in q.hops:
-            return state, ()
-        q = attrs.evolve(q, hops=q.hops.remove(sender))
-        if q.hops:
-            return attrs.evolve(state, queue=state.queue.set(i, q)), ()
-        return attrs.evolve(state, queue=state.queue.delete(i)), _confirm(q)
-    return state, ()
+    i = _find(state.queue, msg.key)
+    if i is None:
+        return state, ()
+    q = state.queue[i]
+    if sender not in q.hops:
+        return state, ()
+    q = attrs.evolve(q, hops=q.hops.remove(sender))
+    if q.hops:
+        return attrs.evolve(state, queue=state.queue.set(i, q)), ()
+    return attrs.evolve(state, queue=state.queue.delete(i)), _confirm(q)
 
 
 def reroute(state: BrokerState, before: frozenset[str]) -> Step:
