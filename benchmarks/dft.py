@@ -9,18 +9,25 @@
 * ``fig11`` / ``fig12`` — percentiles of the Δ-neighbourhood sizes (δ = 0..3) and of the
   active sessions after 16 and 60 failures (δ = 3, 10 failure sets each), fanout 3 and 7.
 * ``fig10`` — the Figure 10 sweep with the roles on the simulator, invariants on
-  (:func:`gapless.models.dft_fig10.fig10_point`), **scaled down** to fit two shared cores:
-  100 brokers (not 500), 10 simulated seconds (not 120), k in {0, 4, 8, 12, 17} (the
-  paper's 0, 20, 40, 60, 85 as fractions of 500: up to 17% failed), δ = 0..3, one run per
-  point, the points spread over 2 worker processes. ``delivered_fraction`` per
-  ``d{delta}_k{k}``; ``fig10_wall_s`` and ``fig10_events_per_s`` (simulator events per
-  second of one worker, summed over the points). ``bytes_per_broker``: the deep size of
+  (:func:`gapless.models.dft_fig10.fig10_delta`: the points of one δ share their start-up,
+  each the same run as :func:`~gapless.models.dft_fig10.fig10_point`), **scaled down** to
+  fit two shared cores: 100 brokers (not 500), 10 simulated seconds (not 120), k in
+  {0, 4, 8, 12, 17} (the paper's 0, 20, 40, 60, 85 as fractions of 500: up to 17% failed),
+  δ = 0..3, one run per point, one task per δ spread over 2 worker processes.
+  ``delivered_fraction`` per ``d{delta}_k{k}``; ``fig10_wall_s``, ``fig10_events`` (the
+  events simulated, a shared start-up counted once), ``fig10_events_per_s`` (per wall
+  second of one worker) and ``fig10_events_per_cpu_s``; with ``--param only=fig10`` each
+  point also gives its ``events``, ``wall_s``, ``cpu_s`` and ``python_ns_per_iteration``
+  (measured in its worker). ``bytes_per_broker``: the deep size of
   the broker states at the end of the 100-broker, k = 0, δ = 3 run (the primary tree, which
   every broker shares, counted once and divided out) — the 500-broker run does not fit.
 * ``--param``: ``fig10=paper`` runs the paper's sweep instead (500 brokers, 120 s, k in
   {0, 20, 40, 60, 85}, δ = 0..3), ``n``/``duration``/``ks``/``deltas`` any other shape,
   ``workers`` the processes it is spread over, ``only=fig10`` skips Figures 9, 11, 12 and
-  ``memory=1`` adds ``bytes_per_broker`` of the sweep's own network (e.g. 500 brokers).
+  ``memory=1`` adds ``bytes_per_broker`` of the sweep's own network (e.g. 500 brokers);
+  ``store=DIR`` keeps every finished point in DIR and a later run resumes from them (the
+  default for ``fig10=paper``: ``build/bench-dft/fig10-paper``), so the paper's sweep,
+  hours of CPU, can span sessions.
 * ``plots`` — the PNG files written (``build/bench-dft/fig9.png``, ``fig10.png``,
   ``fig11.png``, ``fig12.png``).
 
