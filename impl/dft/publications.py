@@ -43,6 +43,7 @@ take different paths, and the subscriber would see a hole.
 from __future__ import annotations
 
 from collections.abc import Iterable
+from typing import Any
 
 import attrs
 from pyrsistent import PMap, pmap, pvector
@@ -315,9 +316,10 @@ def _find(queue: Iterable[QueuedPub], key: tuple[str, int]) -> int | None:
     """The index of the first entry of publication ``key`` in ``queue``, if any. Compared
     field by field, number first: the queue of a broker before a barrier grows with every
     publication that waits there, and this runs for every confirmation."""
-    if not (isinstance(key, tuple) and len(key) == 2):  # a malformed key matches nothing
-        return next((i for i, q in enumerate(queue) if q.msg.key == key), None)
-    source, number = key
+    probe: Any = key  # from the network: a malformed key matches nothing, never raises
+    if not (isinstance(probe, tuple) and len(probe) == 2):
+        return next((i for i, q in enumerate(queue) if q.msg.key == probe), None)
+    source, number = probe
     for i, q in enumerate(queue):
         m = q.msg
         if m.number == number and m.source == source:
