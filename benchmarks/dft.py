@@ -9,18 +9,25 @@
 * ``fig11`` / ``fig12`` — percentiles of the Δ-neighbourhood sizes (δ = 0..3) and of the
   active sessions after 16 and 60 failures (δ = 3, 10 failure sets each), fanout 3 and 7.
 * ``fig10`` — the Figure 10 sweep with the roles on the simulator, invariants on
-  (:func:`gapless.models.dft_fig10.fig10_point`), **scaled down** to fit two shared cores:
-  100 brokers (not 500), 10 simulated seconds (not 120), k in {0, 4, 8, 12, 17} (the
-  paper's 0, 20, 40, 60, 85 as fractions of 500: up to 17% failed), δ = 0..3, one run per
-  point, the points spread over 2 worker processes. ``delivered_fraction`` per
-  ``d{delta}_k{k}``; ``fig10_wall_s`` and ``fig10_events_per_s`` (simulator events per
-  second of one worker, summed over the points). ``bytes_per_broker``: the deep size of
+  (:func:`gapless.models.dft_fig10.fig10_delta`: the points of one δ share their start-up,
+  each the same run as :func:`~gapless.models.dft_fig10.fig10_point`), **scaled down** to
+  fit two shared cores: 100 brokers (not 500), 10 simulated seconds (not 120), k in
+  {0, 4, 8, 12, 17} (the paper's 0, 20, 40, 60, 85 as fractions of 500: up to 17% failed),
+  δ = 0..3, one run per point, one task per δ spread over 2 worker processes.
+  ``delivered_fraction`` per ``d{delta}_k{k}``; ``fig10_wall_s``, ``fig10_events`` (the
+  events simulated, a shared start-up counted once), ``fig10_events_per_s`` (per wall
+  second of one worker) and ``fig10_events_per_cpu_s``; with ``--param only=fig10`` each
+  point also gives its ``events``, ``wall_s``, ``cpu_s`` and ``python_ns_per_iteration``
+  (measured in its worker). ``bytes_per_broker``: the deep size of
   the broker states at the end of the 100-broker, k = 0, δ = 3 run (the primary tree, which
   every broker shares, counted once and divided out) — the 500-broker run does not fit.
 * ``--param``: ``fig10=paper`` runs the paper's sweep instead (500 brokers, 120 s, k in
   {0, 20, 40, 60, 85}, δ = 0..3), ``n``/``duration``/``ks``/``deltas`` any other shape,
   ``workers`` the processes it is spread over, ``only=fig10`` skips Figures 9, 11, 12 and
-  ``memory=1`` adds ``bytes_per_broker`` of the sweep's own network (e.g. 500 brokers).
+  ``memory=1`` adds ``bytes_per_broker`` of the sweep's own network (e.g. 500 brokers);
+  ``store=DIR`` keeps every finished point in DIR and a later run resumes from them (the
+  default for ``fig10=paper``: ``build/bench-dft/fig10-paper``), so the paper's sweep,
+  hours of CPU, can span sessions.
 * ``plots`` — the PNG files written (``build/bench-dft/fig9.png``, ``fig10.png``,
   ``fig11.png``, ``fig12.png``).
 
@@ -31,15 +38,16 @@ Every result carries ``python_ns_per_iteration`` (added by ``gapless bench``) an
 from __future__ import annotations
 
 import contextlib
+import json
 import sys
 import time
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 from typing import Any, Final
 
-from gapless.benchmarks._targets import target
+from gapless.benchmarks._targets import machine_speed, target
 from gapless.models import dft_figures as F
-from gapless.models.dft_fig10 import FAIL_AT_US, fig10_point, fig10_spec
+from gapless.models.dft_fig10 import FAIL_AT_US, fig10_delta, fig10_spec
 from gapless.models.faults import FaultSchedule
 from gapless.models.run import Run
 
@@ -56,7 +64,9 @@ TAKES_PARAMS: Final = True
 """``gapless bench dft --param KEY=VALUE``: ``fig10`` (``scaled``, the default, or ``paper``:
 500 brokers, 120 s, k in {0, 20, 40, 60, 85}, δ = 0..3 [DFT §IX-B]); ``n``, ``duration``,
 ``ks`` and ``deltas`` (comma-separated) override the sweep's shape; ``workers`` (processes,
-default 2); ``only=fig10`` skips Figures 9, 11 and 12."""
+default 2); ``only=fig10`` skips Figures 9, 11 and 12; ``store=DIR`` keeps each Figure 10
+point in DIR as it finishes and resumes from those already there (``fig10=paper`` stores in
+``build/bench-dft/fig10-paper`` unless told otherwise; ``store=none`` stores nothing)."""
 
 PAPER_FIG10: Final = {
     "n": 500,
@@ -72,9 +82,21 @@ SCALED_FIG10: Final = {
 }
 
 
-def _point(args: tuple[int, int, int, float]) -> dict[str, Any]:
-    n, delta, k, duration = args
-    return fig10_point(n, delta, k, duration)
+def _delta_points(
+    args: tuple[int, int, tuple[int, ...], float, Path | None],
+) -> list[dict[str, Any]]:
+    """The points of one δ (:func:`gapless.models.dft_fig10.fig10_delta`: one shared
+    start-up), each written to ``store`` as it finishes."""
+    n, delta, ks, duration, store = args
+    speed = machine_speed()
+    points = []
+    for p in fig10_delta(n, delta, ks, duration):
+        point = {**p, **speed}
+        path = _stored(store, (n, delta, p["k"], duration))
+        if path is not None:
+            path.write_text(json.dumps(point, indent=1, sort_keys=True))
+        points.append(point)
+    return points
 
 
 def _ints(text: str) -> tuple[int, ...]:
@@ -103,16 +125,49 @@ def fig10_shape(params: dict[str, str]) -> dict[str, Any]:
     return shape
 
 
-def _fig10(workers: int = 2, shape: dict[str, Any] | None = None) -> dict[str, Any]:
+def _jobs(sh: dict[str, Any]) -> list[tuple[int, int, int, float]]:
+    """The sweep's points, the most failures first (k = 0 last: no failure, nothing to
+    bypass), then δ from high to low: an interrupted sweep has its most telling points."""
+    pts = [(sh["n"], d, k, sh["duration"]) for d in sh["deltas"] for k in sh["ks"]]
+    return sorted(pts, key=lambda p: (-p[2], -p[1]))
+
+
+def _stored(store: Path | None, job: tuple[int, int, int, float]) -> Path | None:
+    n, delta, k, duration = job
+    return None if store is None else store / f"n{n}_{duration:g}s_d{delta}_k{k}.json"
+
+
+def _fig10(
+    workers: int = 2, shape: dict[str, Any] | None = None, store: Path | None = None
+) -> dict[str, Any]:
+    """The sweep, one task per δ (its points share their start-up); with ``store``, each
+    point is written there as it finishes (``n{n}_{duration}s_d{delta}_k{k}.json``) and a
+    point already there is read, not run again: a sweep longer than a session resumes where
+    it stopped."""
     sh = shape or SCALED_FIG10
-    jobs = [(sh["n"], d, k, sh["duration"]) for d in sh["deltas"] for k in sh["ks"]]
+    points: list[dict[str, Any]] = []
+    todo: dict[int, list[int]] = {}
+    for job in _jobs(sh):
+        path = _stored(store, job)
+        if path is not None and path.exists():
+            points.append({**json.loads(path.read_text()), "resumed": True})
+        else:
+            todo.setdefault(job[1], []).append(job[2])
+    if store is not None:
+        store.mkdir(parents=True, exist_ok=True)
+    tasks = [(sh["n"], d, tuple(ks), sh["duration"], store) for d, ks in todo.items()]
     t0 = time.perf_counter()
     c0 = time.process_time()
     with ProcessPoolExecutor(max_workers=workers) as pool:
-        points = list(pool.map(_point, jobs))
+        for got in pool.map(_delta_points, tasks):
+            points += got
     wall = time.perf_counter() - t0
-    events = sum(p["events"] for p in points)
-    busy = sum(p["wall_s"] for p in points)
+    ran = [p for p in points if not p.get("resumed")]
+    shared = {(p["delta"], p["shared_events"], p["shared_cpu_s"], p["shared_wall_s"]) for p in ran}
+    events = sum(p["events"] - p["shared_events"] for p in ran) + sum(e for _, e, _, _ in shared)
+    busy = sum(p["wall_s"] for p in ran) + sum(w for _, _, _, w in shared)
+    cpu = sum(p["cpu_s"] for p in ran) + sum(c for _, _, c, _ in shared)
+    points.sort(key=lambda p: (p["delta"], p["k"]))
     return {
         "n": sh["n"],
         "duration_s": sh["duration"],
@@ -124,6 +179,8 @@ def _fig10(workers: int = 2, shape: dict[str, Any] | None = None) -> dict[str, A
         "fig10_wall_s": round(wall, 1),
         "fig10_events": events,
         "fig10_events_per_s": round(events / busy) if busy else None,
+        "fig10_events_per_cpu_s": round(events / cpu) if cpu else None,
+        "fig10_resumed": len(points) - len(ran),
     }
 
 
@@ -246,23 +303,40 @@ def _plot_fig10(fig10: dict[str, Any], path: Path) -> None:
     fig.savefig(path, dpi=90)
 
 
+def _store(params: dict[str, str]) -> Path | None:
+    """Where the Figure 10 points are kept (see :data:`TAKES_PARAMS`)."""
+    default = str(PLOT_DIR / "fig10-paper") if params.get("fig10") == "paper" else "none"
+    where = params.get("store", default)
+    return None if where == "none" else Path(where)
+
+
+_POINT_FIELDS: Final = (
+    "delivered_fraction",
+    "delivered",
+    "expected",
+    "verdict",
+    "events",
+    "wall_s",
+    "cpu_s",
+    "python_ns_per_iteration",
+)
+
+
 def _fig10_only(params: dict[str, str]) -> dict[str, Any]:
     """Just the Figure 10 sweep ``params`` ask for, with its figures and ``bytes_per_broker``
     of its network (k = 0, δ = 3, 1 simulated second)."""
     shape = fig10_shape(params)
-    fig10 = _fig10(int(params.get("workers", "2")), shape)
+    fig10 = _fig10(int(params.get("workers", "2")), shape, _store(params))
     return {
-        "fig10": {
-            k: {f: p[f] for f in ("delivered_fraction", "delivered", "expected", "verdict")}
-            for k, p in fig10["points"].items()
-        },
+        "fig10": {k: {f: p.get(f) for f in _POINT_FIELDS} for k, p in fig10["points"].items()},
         "fig10_setup": f"{fig10['n']} brokers, fanout 3, {fig10['duration_s']:g} s, "
         f"k in {fig10['ks']}, δ in {fig10['deltas']}, 10 publishers x 2/s, a match-all "
         f"subscriber per broker, one run per point, {fig10['workers']} worker processes",
         "fig10_wall_s": fig10["fig10_wall_s"],
         "fig10_events": fig10["fig10_events"],
         "fig10_events_per_s": fig10["fig10_events_per_s"],
-        "fig10_point_wall_s": {k: p["wall_s"] for k, p in fig10["points"].items()},
+        "fig10_events_per_cpu_s": fig10["fig10_events_per_cpu_s"],
+        "fig10_resumed": fig10["fig10_resumed"],
         "bytes_per_broker": _bytes_per_broker(shape["n"]) if params.get("memory") else None,
         "targets": {},
     }
@@ -271,12 +345,13 @@ def _fig10_only(params: dict[str, str]) -> dict[str, Any]:
 def run(**params: str) -> dict[str, Any]:
     """Figures 9-12 and their plots (see module doc); ``params``: see :data:`TAKES_PARAMS`."""
     unknown = sorted(
-        set(params) - {"fig10", "n", "duration", "ks", "deltas", "workers", "only", "memory"}
+        set(params)
+        - {"fig10", "n", "duration", "ks", "deltas", "workers", "only", "memory", "store"}
     )
     if unknown:
         raise ValueError(
             f"unknown --param {unknown}; allowed: fig10, n, duration, ks, deltas, workers, "
-            "only, memory"
+            "only, memory, store"
         )
     if params.get("only") == "fig10":
         return _fig10_only(params)
@@ -285,7 +360,7 @@ def run(**params: str) -> dict[str, Any]:
     fig9_wall = time.perf_counter() - t0
     fig11 = F.fig11()
     fig12 = F.fig12()
-    fig10 = _fig10(int(params.get("workers", "2")), fig10_shape(params))
+    fig10 = _fig10(int(params.get("workers", "2")), fig10_shape(params), _store(params))
     per_broker = _bytes_per_broker()
     PLOT_DIR.mkdir(parents=True, exist_ok=True)
     plots = {name: str(PLOT_DIR / f"{name}.png") for name in ("fig9", "fig10", "fig11", "fig12")}

@@ -420,6 +420,8 @@ class DFTLegitimacy(_DFTPlugin):
             return False
         chain = (*trail, to)
         path = self.f.ctx.tree.path(chain[0], to)
+        if chain == path:
+            return False  # every broker of the path forwarded it: nothing bypassed
         it = iter(path)
         if not all(b in it for b in chain):
             msg = f"forwarding chain {list(chain)} leaves the primary path {list(path)}"

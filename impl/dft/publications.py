@@ -43,13 +43,14 @@ take different paths, and the subscriber would see a hole.
 from __future__ import annotations
 
 from collections.abc import Iterable
+from typing import Any
 
 import attrs
 from pyrsistent import PMap, pmap, pvector
 
 from gapless.impl.dft.messages import PubConfirm, PubMsg
 from gapless.impl.dft.partitions import publication_tags
-from gapless.impl.dft.routing import route
+from gapless.impl.dft.routing import legitimate, route
 from gapless.impl.dft.seqvec import extend, is_duplicate, low_water, observe
 from gapless.impl.dft.state import BrokerState, QueuedPub
 from gapless.impl.effects import Deliver, Effect, Send
@@ -62,14 +63,15 @@ Step = tuple[BrokerState, tuple[Effect, ...]]
 Hops = PMap[str, frozenset[str]]
 
 
-def _outgoing(state: BrokerState, q: QueuedPub, to: str) -> Send:
-    """SendPub (lines 28-31): extend the sequence vector, then send."""
+def _outgoing(state: BrokerState, q: QueuedPub, to: str, low: int) -> Send:
+    """SendPub (lines 28-31): extend the sequence vector (``low``: the low-water mark,
+    :func:`~gapless.impl.dft.seqvec.low_water`), then send."""
     tree = state.tree
     vec = extend(
         q.msg.seqvec,
         state.me,
         q.stamp,
-        low_water(q.stamp, (o.stamp for o in state.queue), state.stamp),
+        low,
         lambda y: tree.distance(y, to),
         state.policy.dseq(state.config),
     )
@@ -93,9 +95,9 @@ def on_pub(state: BrokerState, sender: str, msg: PubMsg) -> Step:
     if not state.restored:
         return attrs.evolve(state, held=state.held.append((sender, msg))), ()
     if is_duplicate(state.seen, msg.seqvec):
-        for i, q in enumerate(state.queue):
-            if q.msg.key == msg.key:
-                return _another_copy(state, i, q, sender, msg)
+        i = _find(state.queue, msg.key)
+        if i is not None:
+            return _another_copy(state, i, state.queue[i], sender, msg)
         return state, (Send(to=sender, msg=PubConfirm(key=msg.key)),)
     state = attrs.evolve(state, seen=observe(state.seen, msg.seqvec))
     return _process(state, sender, msg)
@@ -161,25 +163,25 @@ def _local_deliveries(state: BrokerState, msg: PubMsg, sid: str) -> Step:
 
 def _process(state: BrokerState, sender: str | None, msg: PubMsg, stamp: int | None = None) -> Step:
     """Lines 9-18: queue, tag, match, deliver locally, route; stamped with the next stamp,
-    or ``stamp`` for a publication of this broker's re-sent after a restart."""
-    me, tree = state.me, state.tree
+    or ``stamp`` for a publication of this broker's re-sent after a restart. Matching reads
+    the SRT through its index (:func:`_srt_index`): each distinct filter is evaluated once,
+    and the sources towards which p travels are read per neighbour, not per entry."""
+    me = state.me
     msg = attrs.evolve(msg, tags=msg.tags | publication_tags(state, msg.source))
     effects: list[Effect] = []
     targets: set[str] = set()
-    verdicts: dict[str, bool] = {}  # each distinct filter evaluated once per publication
-    back = None if msg.source == me else tree.next_hop(me, msg.source)
-    for sid in sorted(state.srt):
-        sub = state.srt[sid].sub
-        hit = verdicts.get(sub.filter)
-        if hit is None:
-            hit = verdicts[sub.filter] = parse_filter(sub.filter).matches(msg.attributes)
-        if not hit:
+    back = None if msg.source == me else state.tree.next_hop(me, msg.source)
+    hit_locals: list[str] = []
+    for text, local, by_hop in _srt_index(state):
+        if not parse_filter(text).matches(msg.attributes):
             continue
-        if sub.source == me:
-            state, local = _local_deliveries(state, msg, sid)
-            effects += local
-        elif back is None or tree.next_hop(me, sub.source) != back:  # toward [DFT §VI]
-            targets.add(sub.source)
+        hit_locals += local
+        for hop, sources in by_hop:
+            if hop != back:  # toward [DFT §VI]
+                targets |= sources
+    for sid in sorted(hit_locals):
+        state, local_effects = _local_deliveries(state, msg, sid)
+        effects += local_effects
     if stamp is None:
         stamp = state.stamp + 1
         state = attrs.evolve(state, stamp=stamp)
@@ -192,15 +194,54 @@ def _process(state: BrokerState, sender: str | None, msg: PubMsg, stamp: int | N
     return attrs.evolve(state, queue=state.queue.append(q)), tuple(effects)
 
 
-def _held(state: BrokerState, older: Iterable[QueuedPub], source: str, z: str) -> str | None:
-    """The hop an older queued publication of ``source`` waits on for ``z`` (a hop with no
-    active session), if any: a newer one must not overtake it."""
+#: Per filter: its text, the local subscriptions' ids, and per neighbour of the broker the
+#: sources of the other subscriptions whose primary path leaves through that neighbour.
+SrtIndex = tuple[tuple[str, tuple[str, ...], tuple[tuple[str, frozenset[str]], ...]], ...]
+_INDEX_MAX = 4096
+_index_memo: dict[tuple[int, str], tuple[object, object, SrtIndex]] = {}
+
+
+def _srt_index(state: BrokerState) -> SrtIndex:
+    """The SRT grouped by filter, then by the neighbour towards each subscription's source
+    (see :data:`SrtIndex`). A publication then costs one evaluation per distinct filter and
+    one set union per neighbour, not a walk of every entry [DFT §VI lines 13-16]. The SRT and
+    the tree are immutable values, so the index is memoised by their identity: invisible
+    (same answers), rebuilt only when the SRT changes."""
+    srt, tree, me = state.srt, state.tree, state.me
+    hit = _index_memo.get((id(srt), me))
+    if hit is not None and hit[0] is srt and hit[1] is tree:
+        return hit[2]
+    groups: dict[str, tuple[list[str], dict[str, set[str]]]] = {}
+    for sid, entry in srt.items():
+        sub = entry.sub
+        local, by_hop = groups.setdefault(sub.filter, ([], {}))
+        if sub.source == me:
+            local.append(sid)
+        else:
+            by_hop.setdefault(tree.next_hop(me, sub.source), set()).add(sub.source)
+    index: SrtIndex = tuple(
+        (text, tuple(sorted(local)), tuple((h, frozenset(zs)) for h, zs in sorted(by_hop.items())))
+        for text, (local, by_hop) in sorted(groups.items())
+    )
+    if len(_index_memo) >= _INDEX_MAX:
+        _index_memo.clear()
+    _index_memo[(id(srt), me)] = (srt, tree, index)
+    return index
+
+
+def _held(state: BrokerState, older: Iterable[QueuedPub], source: str) -> dict[str, str]:
+    """Per target, the hop an older queued publication of ``source`` waits on for it (a hop
+    with no active session; the oldest such publication's, its first such hop): a newer one
+    must not overtake it."""
+    held: dict[str, str] = {}
+    fwd = state.fwd
     for o in older:
         if o.msg.source == source:
             for h, zs in o.hops.items():
-                if z in zs and h not in state.fwd:
-                    return h
-    return None
+                if h not in fwd:
+                    for z in zs:
+                        held.setdefault(z, h)
+    return held
 
 
 def _assign(
@@ -214,22 +255,43 @@ def _assign(
     already sent to over a live session): each source gets the active session towards it
     (``q`` is sent there unless it already was), else it waits on its old hop in ``q``,
     else on the neighbour towards it. While an ``older`` publication of the same source
-    waits for a target, ``q`` waits with it (per-source FIFO per target)."""
-    tree, me = state.tree, state.me
+    waits for a target, ``q`` waits with it (per-source FIFO per target). When the
+    neighbour towards a source is itself a usable session, that is the route
+    (:func:`~gapless.impl.dft.routing.route`), legitimate or not alike for every source
+    behind it: decided once per neighbour."""
+    tree, me, fwd = state.tree, state.me, state.fwd
+    trail, delta = q.msg.trail, state.config.delta
     hops: dict[str, frozenset[str]] = dict(base)
+    grown: dict[str, set[str]] = {}
     sends: list[Effect] = []
-    older = list(older)
+    held = _held(state, older, q.msg.source)
+    low: int | None = None  # the low-water mark of q's copies: the same for every hop
+    near: dict[str, bool] = {}  # usable neighbour -> is the hop to it legitimate
     for z in sorted(targets):
-        r = _held(state, older, q.msg.source, z)
+        r = held.get(z)
         if r is None:
-            r = route(tree, me, state.fwd, z, q.msg.trail, state.config.delta)
+            first = tree.next_hop(me, z)
+            if first in fwd:
+                ok = near.get(first)
+                if ok is None:
+                    ok = near[first] = legitimate(tree, trail, me, first, delta)
+                r = first if ok else None
+            else:
+                r = route(tree, me, fwd, z, trail, delta)
         if r is None:
             r = _waiting_hop(state, q.hops, z)
             if r is None:
                 continue
-        elif r in state.fwd and r not in hops:
-            sends.append(_outgoing(state, q, r))
-        hops[r] = hops.get(r, frozenset()) | {z}
+        elif r in fwd and r not in hops:
+            if low is None:
+                low = low_water(q.stamp, (o.stamp for o in state.queue), state.stamp)
+            sends.append(_outgoing(state, q, r, low))
+        if r not in grown:
+            grown[r] = set(hops.get(r, ()))
+            hops[r] = frozenset()  # keeps the order in which hops first appear
+        grown[r].add(z)
+    for r, zs in grown.items():
+        hops[r] = frozenset(zs)
     return attrs.evolve(q, hops=pmap(hops)), sends
 
 
@@ -250,18 +312,33 @@ def _confirm(q: QueuedPub) -> tuple[Effect, ...]:
     return tuple(Send(to=x, msg=PubConfirm(key=q.msg.key)) for x in sorted(q.senders))
 
 
+def _find(queue: Iterable[QueuedPub], key: tuple[str, int]) -> int | None:
+    """The index of the first entry of publication ``key`` in ``queue``, if any. Compared
+    field by field, number first: the queue of a broker before a barrier grows with every
+    publication that waits there, and this runs for every confirmation."""
+    probe: Any = key  # from the network: a malformed key matches nothing, never raises
+    if not (isinstance(probe, tuple) and len(probe) == 2):
+        return next((i for i, q in enumerate(queue) if q.msg.key == probe), None)
+    source, number = probe
+    for i, q in enumerate(queue):
+        m = q.msg
+        if m.number == number and m.source == source:
+            return i
+    return None
+
+
 def on_pub_confirm(state: BrokerState, sender: str, msg: PubConfirm) -> Step:
     """OnPubConfirmationReceive (lines 19-23)."""
-    for i, q in enumerate(state.queue):
-        if q.msg.key != msg.key:
-            continue
-        if sender not in q.hops:
-            return state, ()
-        q = attrs.evolve(q, hops=q.hops.remove(sender))
-        if q.hops:
-            return attrs.evolve(state, queue=state.queue.set(i, q)), ()
-        return attrs.evolve(state, queue=state.queue.delete(i)), _confirm(q)
-    return state, ()
+    i = _find(state.queue, msg.key)
+    if i is None:
+        return state, ()
+    q = state.queue[i]
+    if sender not in q.hops:
+        return state, ()
+    q = attrs.evolve(q, hops=q.hops.remove(sender))
+    if q.hops:
+        return attrs.evolve(state, queue=state.queue.set(i, q)), ()
+    return attrs.evolve(state, queue=state.queue.delete(i)), _confirm(q)
 
 
 def reroute(state: BrokerState, before: frozenset[str]) -> Step:
