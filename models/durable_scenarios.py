@@ -507,6 +507,13 @@ SCENARIOS: Final[dict[str, Scenario]] = {
             _disconnects(40, 300, 12.0, 20),
         ),
         _scenario(
+            "dur-disconnect-60",
+            "dur-disconnect's rates for 60 s, each of 40 subscribers disconnected once for 5 s "
+            "(staggered over 50 s) [DUR §5.1]: the 60 s version `make test` runs",
+            _spec(60, subs=40, rate=200.0),
+            _disconnects(40, 300, 50.0, 60),
+        ),
+        _scenario(
             "dur-shb-crash",
             "40 subscribers; the SHB down 25 s; subscribers reconnect 10 s after its restart, "
             "once the constream caught up, and catch up together at the SHB's capacity "
