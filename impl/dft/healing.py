@@ -84,6 +84,18 @@ def _retag(state: BrokerState, msg: RecoveryNotifier) -> Step:
     return state, tuple(effects)
 
 
+def _narrower(state: BrokerState, q: Pid, p: Pid) -> bool:
+    """Does ``q`` exclude only sources ``p`` excludes (every broker on or beyond ``q`` is on
+    or beyond ``p``) [DFT §VI, Figure 8 l. 11]? A notifier never widens an exclusion: a
+    source outside ``p`` was owed the subscription's flow since its acceptance."""
+    tree = state.tree
+    return all(
+        tree.on_or_beyond(p.detector, p.pnodes, x)
+        for x in tree.order
+        if tree.on_or_beyond(q.detector, q.pnodes, x)
+    )
+
+
 def _replacements(
     state: BrokerState, pid: Pid, tags: Mapping[str, frozenset[Pid]] | None
 ) -> list[RecoveryNotifier] | None:
@@ -102,6 +114,7 @@ def _replacements(
             rest = tags.get(sid)
         if rest is None:
             return None
+        rest = frozenset(q for q in rest if _narrower(state, q, pid))
         notes.append(RecoveryNotifier(pid=pid, sid=sid, source=entry.sub.source, tags=rest))
     return notes
 
