@@ -15,7 +15,9 @@ that confirmed, now holds S's subscriptions. For each recovered pid p:
   already had s) — and sends :class:`~gapless.impl.dft.messages.RecoveryNotifier` towards
   s's source over the active session on the primary path (the paper's p_rec "matches all
   subscriptions whose confirmation were tagged with pid_k"; we address them one by one,
-  which is the same set). Each broker on the way makes the same replacement in its SRT and
+  which is the same set). T' keeps only pids that exclude nothing p did not exclude: a
+  notifier never widens an exclusion, since a source outside p's region was owed s's flow
+  from the acceptance on (``spec/dft.md``, "Recovery"; the dft5 replay). Each broker on the way makes the same replacement in its SRT and
   passes it on (:func:`on_notifier`); at the source the SRT entry is written to stable
   storage again, ``Persist(("accepted", sid), tags)``: the *re-acceptance*. From then on
   publications from sources p excluded are delivered again. A notifier with no active
