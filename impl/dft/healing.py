@@ -17,10 +17,11 @@ that confirmed, now holds S's subscriptions. For each recovered pid p:
   subscriptions whose confirmation were tagged with pid_k"; we address them one by one,
   which is the same set). T' keeps only pids that exclude nothing p did not exclude: a
   notifier never widens an exclusion, since a source outside p's region was owed s's flow
-  from the acceptance on (``spec/dft.md``, "Recovery"; the dft5 replay). Each broker on the way makes the same replacement in its SRT and
-  passes it on (:func:`on_notifier`); at the source the SRT entry is written to stable
-  storage again, ``Persist(("accepted", sid), tags)``: the *re-acceptance*. From then on
-  publications from sources p excluded are delivered again. A notifier with no active
+  from the acceptance on (``spec/dft.md``, "Recovery"; the dft5 replay). Each broker on
+  the way makes the same replacement in its SRT and passes it on (:func:`on_notifier`);
+  at the source the SRT entry is written to stable storage again,
+  ``Persist(("accepted", sid), tags)``: the *re-acceptance*. From then on publications
+  from sources p excluded are delivered again. A notifier with no active
   session on its path is dropped: the source keeps the exclusion (safe, not live).
 * *Removal* (step v). S removes p from its PT and sends
   :class:`~gapless.impl.dft.messages.PartitionHealed` to its established sessions within
