@@ -15,10 +15,13 @@ that confirmed, now holds S's subscriptions. For each recovered pid p:
   already had s) — and sends :class:`~gapless.impl.dft.messages.RecoveryNotifier` towards
   s's source over the active session on the primary path (the paper's p_rec "matches all
   subscriptions whose confirmation were tagged with pid_k"; we address them one by one,
-  which is the same set). Each broker on the way makes the same replacement in its SRT and
-  passes it on (:func:`on_notifier`); at the source the SRT entry is written to stable
-  storage again, ``Persist(("accepted", sid), tags)``: the *re-acceptance*. From then on
-  publications from sources p excluded are delivered again. A notifier with no active
+  which is the same set). T' keeps only pids that exclude nothing p did not exclude: a
+  notifier never widens an exclusion, since a source outside p's region was owed s's flow
+  from the acceptance on (``spec/dft.md``, "Recovery"; the dft5 replay). Each broker on
+  the way makes the same replacement in its SRT and passes it on (:func:`on_notifier`);
+  at the source the SRT entry is written to stable storage again,
+  ``Persist(("accepted", sid), tags)``: the *re-acceptance*. From then on publications
+  from sources p excluded are delivered again. A notifier with no active
   session on its path is dropped: the source keeps the exclusion (safe, not live).
 * *Removal* (step v). S removes p from its PT and sends
   :class:`~gapless.impl.dft.messages.PartitionHealed` to its established sessions within
@@ -84,6 +87,18 @@ def _retag(state: BrokerState, msg: RecoveryNotifier) -> Step:
     return state, tuple(effects)
 
 
+def _narrower(state: BrokerState, q: Pid, p: Pid) -> bool:
+    """Does ``q`` exclude only sources ``p`` excludes (every broker on or beyond ``q`` is on
+    or beyond ``p``) [DFT §VI, Figure 8 l. 11]? A notifier never widens an exclusion: a
+    source outside ``p`` was owed the subscription's flow since its acceptance."""
+    tree = state.tree
+    return all(
+        tree.on_or_beyond(p.detector, p.pnodes, x)
+        for x in tree.order
+        if tree.on_or_beyond(q.detector, q.pnodes, x)
+    )
+
+
 def _replacements(
     state: BrokerState, pid: Pid, tags: Mapping[str, frozenset[Pid]] | None
 ) -> list[RecoveryNotifier] | None:
@@ -102,6 +117,7 @@ def _replacements(
             rest = tags.get(sid)
         if rest is None:
             return None
+        rest = frozenset(q for q in rest if _narrower(state, q, pid))
         notes.append(RecoveryNotifier(pid=pid, sid=sid, source=entry.sub.source, tags=rest))
     return notes
 
