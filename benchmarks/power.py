@@ -40,7 +40,11 @@ Parameters (``gapless bench power --param KEY=VALUE``): ``mutants`` (60), ``seed
 (``local[*]``), ``total_order`` (0: off; N: a mutant the demo campaign misses also meets the
 demo campaign on the total-order merge topology [GD Figure 1] for N schedules, and counts as
 killed by the campaign if that fails), ``out`` (a directory for resumable verdicts; none:
-nothing kept), ``judge`` (1; 0: judge nothing, report the verdicts stored in ``out``).
+nothing kept), ``judge`` (1; 0: judge nothing, report the verdicts stored in ``out``),
+``only`` (mutant ids ``module:line:kind#index``, comma-separated: judge exactly those —
+any mutation point of the modules, not only the sample's, so a miss of an earlier sample can
+be re-judged after the code moved), ``tests`` (1; 0: judge the campaign verdicts only, e.g.
+to re-judge known misses after a change to the campaign).
 Mutants are judged in a seeded random order (so a partial run is a random subsample): the
 tests, then — if the tests kill it — the campaign; the campaigns of the mutants the tests
 do not kill (not part of ``campaign_power``) come last. The figures count only mutants with
@@ -63,12 +67,13 @@ from collections import Counter
 from pathlib import Path
 from typing import Any, Final
 
-from gapless.benchmarks._mutants import Mutant, sample
+from gapless.benchmarks._mutants import Mutant, mutants_of, sample
 
 __all__ = [
     "FAST_TIERS",
     "TAKES_PARAMS",
     "campaign_digest",
+    "named_mutants",
     "ordered_test_files",
     "run",
     "run_modules",
@@ -259,16 +264,18 @@ def _params(given: dict[str, str]) -> dict[str, Any]:
         "total_order": 0,
         "out": None,
         "judge": 1,
+        "only": None,
+        "tests": 1,
     }
     unknown = sorted(set(given) - set(allowed))
     if unknown:
         raise ValueError(f"bench power: unknown parameter(s) {unknown}; allowed: {sorted(allowed)}")
     out: dict[str, Any] = dict(allowed)
     for key, value in given.items():
-        if key in ("master", "out"):
+        if key in ("master", "out", "only"):
             out[key] = value
             continue
-        least = 0 if key in ("seed", "total_order", "judge") else 1
+        least = 0 if key in ("seed", "total_order", "judge", "tests") else 1
         if not value.isdigit() or int(value) < least:
             raise ValueError(
                 f"bench power: {key}={value!r} is not allowed; expected an integer >= {least}"
@@ -308,9 +315,9 @@ def _judge_all(
         store.put(mutants[i], records[i])
 
     for i in order:
-        if "killed_by_tests" not in records[i]:
+        if "killed_by_tests" not in records[i] and params["tests"]:
             judge(i, "tests")
-        if records[i]["killed_by_tests"] and "killed_by_campaign" not in records[i]:
+        if records[i].get("killed_by_tests") and "killed_by_campaign" not in records[i]:
             judge(i, "campaign")
     for i in order:
         if "killed_by_campaign" not in records[i]:
@@ -318,11 +325,32 @@ def _judge_all(
     return records
 
 
+def named_mutants(root: Path, modules: list[str], only: str) -> list[Mutant]:
+    """The mutants of ``modules`` whose ids are listed in ``only`` (comma-separated), in the
+    sample's order; a ``ValueError`` names the ids no mutation point has."""
+    wanted = {w.strip() for w in only.split(",") if w.strip()}
+    mods = sorted({w.split(":", 1)[0] for w in wanted})
+    unknown_mods = [m for m in mods if m not in modules]
+    found = [
+        m for mod in mods if mod in modules for m in mutants_of(root, mod) if m.ident in wanted
+    ]
+    missing = sorted(wanted - {m.ident for m in found})
+    if missing or unknown_mods:
+        raise ValueError(
+            f"bench power: only= names mutants that do not exist: {missing}; expected ids "
+            "'module:line:kind#index' of the modules the protocol runs"
+        )
+    return sorted(found, key=lambda m: (m.module, m.index))
+
+
 def run(**given: str) -> dict[str, Any]:
     params = _params(given)
     t0 = time.perf_counter()
     modules = run_modules()
-    mutants = sample(ROOT, modules, params["mutants"], params["seed"])
+    if params["only"]:
+        mutants = named_mutants(ROOT, modules, params["only"])
+    else:
+        mutants = sample(ROOT, modules, params["mutants"], params["seed"])
     key = f"{campaign_digest()}:{params['schedules']}:{params['total_order']}:{params['master']}"
     params["campaign_key"] = key
     records = _judge_all(mutants, _Store(params["out"]), params)
