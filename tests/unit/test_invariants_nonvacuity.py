@@ -509,7 +509,8 @@ CASES += [
 
 
 def _rejected(inp: Any) -> T:
-    """``s1`` rejects ``inp``: its own GCT timer (own_timers) or a network input (not judged)."""
+    """``s1`` rejects ``inp``: its own GCT timer (own_timers) or a network input
+    (refused_input)."""
     return _base()._add(400, "s1", "rejected", Rejected(reason="refused", input=inp))
 
 
@@ -518,6 +519,11 @@ CASES += [
         "own_timers",
         lambda: _rejected(TimerFired(key=("timer", 0, "gct", "P1", "extra"))),
         lambda: _rejected(Receive(sender="b9", msg=Wire(kind="ack", pubend="P1"))),
+    ),
+    (
+        "refused_input",  # a message from a neighbour refused; a refused timer is own_timers's
+        lambda: _rejected(Receive(sender="b9", msg=Wire(kind="knowledge", pubend="P1"))),
+        lambda: _rejected(TimerFired(key=("timer", 0, "gct", "P1", "extra"))),
     ),
 ]
 
