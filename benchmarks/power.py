@@ -67,7 +67,7 @@ from collections import Counter
 from pathlib import Path
 from typing import Any, Final
 
-from gapless.benchmarks._mutants import Mutant, mutants_of, sample
+from gapless.benchmarks._mutants import Mutant, mutant_named, sample
 
 __all__ = [
     "FAST_TIERS",
@@ -328,14 +328,14 @@ def _judge_all(
 def named_mutants(root: Path, modules: list[str], only: str) -> list[Mutant]:
     """The mutants of ``modules`` whose ids are listed in ``only`` (comma-separated), in the
     sample's order; a ``ValueError`` names the ids no mutation point has."""
-    wanted = {w.strip() for w in only.split(",") if w.strip()}
-    mods = sorted({w.split(":", 1)[0] for w in wanted})
-    unknown_mods = [m for m in mods if m not in modules]
+    wanted = sorted({w.strip() for w in only.split(",") if w.strip()})
     found = [
-        m for mod in mods if mod in modules for m in mutants_of(root, mod) if m.ident in wanted
+        m
+        for m in (mutant_named(root, w) if w.split(":", 1)[0] in modules else None for w in wanted)
+        if m is not None
     ]
-    missing = sorted(wanted - {m.ident for m in found})
-    if missing or unknown_mods:
+    missing = sorted(set(wanted) - {m.ident for m in found})
+    if missing:
         raise ValueError(
             f"bench power: only= names mutants that do not exist: {missing}; expected ids "
             "'module:line:kind#index' of the modules the protocol runs"
