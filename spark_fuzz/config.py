@@ -184,6 +184,9 @@ def _with_setup(config: CampaignConfig, setup: Mapping[str, Any]) -> CampaignCon
         invariants=tuple(setup.get("invariants", config.invariants)),
         workload=dict(sorted({**config.workload, **setup.get("workload", {})}.items())),
         run_config=dict(sorted({**config.run_config, **setup.get("run_config", {})}.items())),
+        fault_rates={
+            k: float(v) for k, v in sorted(setup.get("fault_rates", config.fault_rates).items())
+        },
     )
 
 
@@ -238,6 +241,7 @@ MIX_KEYS: Final[dict[str, str]] = {
     "invariants": "a list of invariant names (default: the campaign's)",
     "workload": "a table of workload keys, merged over the campaign's",
     "run_config": "a table of run config keys, merged over the campaign's",
+    "fault_rates": "a table fault kind -> rate that replaces the campaign's faults.rates",
 }
 _FAULT_KEYS: Final = {
     "profile": "'rates', 'swarm' or 'rules'",
@@ -463,6 +467,7 @@ def _checked_mix(data: Mapping[str, Any], where: str) -> dict[str, dict[str, Any
             ("invariants", list),
             ("workload", Mapping),
             ("run_config", Mapping),
+            ("fault_rates", Mapping),
         )
         for key, kind in kinds:
             if key in setup and not isinstance(setup[key], kind):
@@ -474,6 +479,11 @@ def _checked_mix(data: Mapping[str, Any], where: str) -> dict[str, dict[str, Any
                     value,
                     "a string, a boolean or a finite number",
                     where,
+                )
+        for kind, rate in sorted(setup.get("fault_rates", {}).items()):
+            if not _is_number(rate) or not 0 <= rate <= 1000:
+                raise _fail(
+                    f"mix.{name}.fault_rates.{kind}", rate, "a number >= 0 and <= 1000", where
                 )
     if total > 1 + 1e-9:
         raise _fail("mix", dict(mix), "shares that sum to <= 1", where)

@@ -58,6 +58,9 @@ def test_a_drawn_setup_runs_under_its_own_keys_in_the_campaign() -> None:
     assert "exactly_once" not in best.invariants
     assert "safety" in best.invariants
     assert best.topology == "fig3"
+    assert "link_fail" not in best.fault_rates
+    assert best.fault_rates["crash"] == demo.fault_rates["crash"]
+    assert total.fault_rates == demo.fault_rates
     assert best.workload == demo.workload
 
 
@@ -88,6 +91,8 @@ def test_a_mix_seed_runs_its_setup_not_the_campaigns_own() -> None:
         ({"a": {"share": 0.1, "invariants": ["no_such"]}}, "mix.a"),
         ({"a": {"share": 0.1, "run_config": {"x": [1]}}}, "mix.a.run_config.x"),
         ({"a": "half"}, "mix.a"),
+        ({"a": {"share": 0.1, "fault_rates": {"crash": -1}}}, "mix.a.fault_rates.crash"),
+        ({"a": {"share": 0.1, "fault_rates": {"meteor": 1.0}}}, "meteor"),
     ],
 )
 def test_a_mix_that_is_not_allowed_is_refused_by_name(mix: object, says: str) -> None:
