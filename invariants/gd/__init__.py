@@ -7,8 +7,9 @@
 (:mod:`gapless.invariants.gd.traffic`), the AckExpected timing rule
 (:mod:`gapless.invariants.gd.timing`), the link-bundle rule
 (:mod:`gapless.invariants.gd.links`), the own-timer rule
-(:mod:`gapless.invariants.gd.timers`) and the refused-input rule
-(:mod:`gapless.invariants.gd.refusals`). Their names, in report order, are
+(:mod:`gapless.invariants.gd.timers`), the refused-input rule
+(:mod:`gapless.invariants.gd.refusals`) and the quiet-delivery rule
+(:mod:`gapless.invariants.gd.quiet`). Their names, in report order, are
 ``gapless.invariants.INVARIANTS``.
 """
 
@@ -19,6 +20,7 @@ from typing import Final
 from gapless.invariants.gd.conformance import GDConformance
 from gapless.invariants.gd.delivery import GDDelivery
 from gapless.invariants.gd.links import GDDownLinkRouting
+from gapless.invariants.gd.quiet import GDQuietDelivery
 from gapless.invariants.gd.refusals import GDRefusedInput
 from gapless.invariants.gd.timers import GDOwnTimers
 from gapless.invariants.gd.timing import GDAckExpectedTiming
@@ -33,6 +35,7 @@ __all__ = [
     "GDDownLinkRouting",
     "GDMinimalTraffic",
     "GDOwnTimers",
+    "GDQuietDelivery",
     "GDRefusedInput",
 ]
 
@@ -44,5 +47,6 @@ PLUGINS: Final[tuple[type[Plugin], ...]] = (
     GDDownLinkRouting,
     GDOwnTimers,
     GDRefusedInput,
+    GDQuietDelivery,
 )
 """GD's plug-ins, in the order they judge a record."""

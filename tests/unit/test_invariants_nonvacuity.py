@@ -525,6 +525,11 @@ CASES += [
         lambda: _rejected(Receive(sender="b9", msg=Wire(kind="knowledge", pubend="P1"))),
         lambda: _rejected(TimerFired(key=("timer", 0, "gct", "P1", "extra"))),
     ),
+    (
+        "quiet_delivery",  # published with nothing failed, matching u1, never delivered
+        lambda: T().connect(0, "s1", "u1").publish(10, "P1", 0).publish(20, "P1", 1),
+        _base,
+    ),
 ]
 
 
@@ -533,7 +538,7 @@ CASES += [
 )
 def test_violating_trace_is_caught_and_the_fixed_one_passes(name: str, bad: Any, good: Any) -> None:
     ctx = _total_ctx() if name == "total_order" else _ctx()
-    live = name == "liveness"
+    live = name in ("liveness", "quiet_delivery")
     v = _check(bad(), names=(name,), ctx=ctx, live=live)
     assert v is not None, f"{name}: the violating trace passed"
     assert v.invariant == name
