@@ -20,8 +20,10 @@ Theory of operation
      same count) and only skips shrinking — which never changes whether a test fails;
    - the default demo campaign (``campaigns/demo.toml``: its schedule count and seed as
      shipped, on local Spark, no shrinking, ``--fail-fast``): killed by the campaign when
-     ``gapless fuzz`` exits 1 (some schedule failed, errored or timed out). Stopping at the
-     first failing chunk cannot change that exit code, only how long a killed mutant takes.
+     ``gapless fuzz`` exits 1 (some schedule failed, errored or timed out) or cannot run at
+     all with the mutant (any other non-zero exit: the topology no longer builds...).
+     Stopping at the first failing chunk cannot change that exit code, only how long a
+     killed mutant takes.
 4. **Resumable.** With ``out=DIR`` each mutant's verdicts are written to
    ``DIR/<mutant digest>.json`` as soon as it is judged; a rerun reads them back. The tests
    verdict is kept as long as the mutant is the same; the campaign verdict only while the
@@ -197,7 +199,10 @@ def _one_campaign(
     except json.JSONDecodeError:
         summary = {}
     return {
-        "killed": done.returncode == 1,
+        # 1: a schedule failed; any other non-zero exit: the campaign could not run with the
+        # mutant (e.g. its topology no longer builds, a configuration error), which the
+        # unmutated code never does — the mutant is seen either way
+        "killed": done.returncode != 0,
         "exit": done.returncode,
         "failed": summary.get("failed"),
         "errors": summary.get("errors"),

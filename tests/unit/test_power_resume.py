@@ -126,3 +126,18 @@ def test_tests_off_judges_the_campaign_verdicts_only(
     records = power._judge_all(_mutants(), power._Store(None), params)
     assert sorted(calls) == [(f"impl/m{i}.py", "campaign") for i in range(3)]
     assert all(r["killed_by_campaign"] and "killed_by_tests" not in r for r in records)
+
+
+def test_a_campaign_that_cannot_run_with_the_mutant_kills_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    class Done:
+        def __init__(self, code: int) -> None:
+            self.returncode, self.stdout, self.stderr = code, "{}", "CampaignConfigError: ..."
+
+    params = power._params({})
+    for code, killed in ((0, False), (1, True), (2, True)):
+        monkeypatch.setattr(power.subprocess, "run", lambda *_a, c=code, **_k: Done(c))
+        got = power._one_campaign({}, tmp_path, params, ())
+        assert got["killed"] is killed
+        assert got["exit"] == code
