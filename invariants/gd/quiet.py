@@ -15,7 +15,8 @@ invariant of the best-effort setup sees it.
 ``quiet_delivery`` judges it at the end of the run: every message published at least
 :data:`SETTLE_US` before the first fault took effect (the first ``fault`` record) — so its
 delivery could not have been disturbed — is delivered on every connection that began before
-it was published and whose subscription reads its pubend (:func:`readers`; a total-order
+it was published and is still live at the end (a connection a client ended may miss what
+followed) and whose subscription reads its pubend (:func:`readers`; a total-order
 subscription reads only the merged pubends) and whose filter it matches (the reference
 evaluator). A message is known by its pubend and publish index (the workload's ``n``
 attribute, as :meth:`~gapless.invariants.plugin.Ledger.publish_time` reads it). Guaranteed
@@ -77,7 +78,9 @@ class GDQuietDelivery(Plugin):
             if rec.time >= cutoff:
                 continue
             for c in conns:
-                if c.start >= rec.time or (c.shb, c.filter) not in reads.get(pubend, set()):
+                if not c.live or c.start >= rec.time:
+                    continue
+                if (c.shb, c.filter) not in reads.get(pubend, set()):
                     continue
                 if (c.sub, c.n, pubend, n) in self.got:
                     continue
