@@ -391,6 +391,16 @@ def run(**given: str) -> dict[str, Any]:
             for r in judged
             if not r["killed_by_tests"] and not r["killed_by_campaign"]
         ],
+        # every campaign verdict, with or without a tests verdict (``tests=0`` re-judges)
+        "campaign_verdicts": {
+            r["mutant"]: {
+                "killed": r["killed_by_campaign"],
+                "by_invariant": (r.get("campaign") or {}).get("by_invariant"),
+                "schedules_run": (r.get("campaign") or {}).get("schedules_run"),
+            }
+            for r in records
+            if "killed_by_campaign" in r
+        },
         "per_module": _rows(judged),
         "records": records,
         "wall_s": round(time.perf_counter() - t0, 1),

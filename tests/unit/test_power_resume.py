@@ -141,3 +141,19 @@ def test_a_campaign_that_cannot_run_with_the_mutant_kills_it(
         got = power._one_campaign({}, tmp_path, params, ())
         assert got["killed"] is killed
         assert got["exit"] == code
+
+
+def test_the_report_lists_every_campaign_verdict(monkeypatch: pytest.MonkeyPatch) -> None:
+    records = [
+        {"mutant": "a", "module": "impl/m0.py", "diff": "d", "killed_by_campaign": True},
+        {"mutant": "b", "module": "impl/m1.py", "diff": "d"},
+    ]
+    monkeypatch.setattr(power, "run_modules", lambda: ["impl/m0.py", "impl/m1.py"])
+    monkeypatch.setattr(power, "sample", lambda *_a: _mutants()[:2])
+    monkeypatch.setattr(power, "campaign_digest", lambda: "x")
+    monkeypatch.setattr(power, "_judge_all", lambda *_a: records)
+    got = power.run(tests="0", judge="0")
+    assert got["judged"] == 0  # no tests verdict: not part of campaign_power
+    assert got["campaign_verdicts"] == {
+        "a": {"killed": True, "by_invariant": None, "schedules_run": None}
+    }
