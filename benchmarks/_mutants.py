@@ -30,7 +30,7 @@ from typing import Final, final
 
 import attrs
 
-__all__ = ["Mutant", "mutants_of", "sample"]
+__all__ = ["Mutant", "mutant_named", "mutants_of", "sample"]
 
 _CMP_SWAP: Final[dict[type, type]] = {
     ast.Lt: ast.LtE,
@@ -191,6 +191,21 @@ def mutants_of(root: Path, module: str) -> list[Mutant]:
     tree, original, count = _parse(root, module)
     built = (_build(module, tree, original, i) for i in range(count))
     return [m for m in built if m is not None]
+
+
+def mutant_named(root: Path, ident: str) -> Mutant | None:
+    """The mutant whose :attr:`Mutant.ident` is ``ident`` (``module:line:kind#index``), or
+    None when the module has no such mutation point (built alone: the index names it)."""
+    module, _, rest = ident.partition(":")
+    index_text = rest.rpartition("#")[2]
+    if not index_text.isdigit() or not (root / module).is_file():
+        return None
+    tree, original, count = _parse(root, module)
+    index = int(index_text)
+    if index >= count:
+        return None
+    mutant = _build(module, tree, original, index)
+    return mutant if mutant is not None and mutant.ident == ident else None
 
 
 def sample(root: Path, modules: list[str], count: int, seed: int) -> list[Mutant]:

@@ -20,8 +20,10 @@ Theory of operation
      same count) and only skips shrinking — which never changes whether a test fails;
    - the default demo campaign (``campaigns/demo.toml``: its schedule count and seed as
      shipped, on local Spark, no shrinking, ``--fail-fast``): killed by the campaign when
-     ``gapless fuzz`` exits 1 (some schedule failed, errored or timed out). Stopping at the
-     first failing chunk cannot change that exit code, only how long a killed mutant takes.
+     ``gapless fuzz`` exits 1 (some schedule failed, errored or timed out) or cannot run at
+     all with the mutant (any other non-zero exit: the topology no longer builds...).
+     Stopping at the first failing chunk cannot change that exit code, only how long a
+     killed mutant takes.
 4. **Resumable.** With ``out=DIR`` each mutant's verdicts are written to
    ``DIR/<mutant digest>.json`` as soon as it is judged; a rerun reads them back. The tests
    verdict is kept as long as the mutant is the same; the campaign verdict only while the
@@ -40,7 +42,11 @@ Parameters (``gapless bench power --param KEY=VALUE``): ``mutants`` (60), ``seed
 (``local[*]``), ``total_order`` (0: off; N: a mutant the demo campaign misses also meets the
 demo campaign on the total-order merge topology [GD Figure 1] for N schedules, and counts as
 killed by the campaign if that fails), ``out`` (a directory for resumable verdicts; none:
-nothing kept), ``judge`` (1; 0: judge nothing, report the verdicts stored in ``out``).
+nothing kept), ``judge`` (1; 0: judge nothing, report the verdicts stored in ``out``),
+``only`` (mutant ids ``module:line:kind#index``, comma-separated: judge exactly those —
+any mutation point of the modules, not only the sample's, so a miss of an earlier sample can
+be re-judged after the code moved), ``tests`` (1; 0: judge the campaign verdicts only, e.g.
+to re-judge known misses after a change to the campaign).
 Mutants are judged in a seeded random order (so a partial run is a random subsample): the
 tests, then — if the tests kill it — the campaign; the campaigns of the mutants the tests
 do not kill (not part of ``campaign_power``) come last. The figures count only mutants with
@@ -63,12 +69,13 @@ from collections import Counter
 from pathlib import Path
 from typing import Any, Final
 
-from gapless.benchmarks._mutants import Mutant, sample
+from gapless.benchmarks._mutants import Mutant, mutant_named, sample
 
 __all__ = [
     "FAST_TIERS",
     "TAKES_PARAMS",
     "campaign_digest",
+    "named_mutants",
     "ordered_test_files",
     "run",
     "run_modules",
@@ -192,7 +199,10 @@ def _one_campaign(
     except json.JSONDecodeError:
         summary = {}
     return {
-        "killed": done.returncode == 1,
+        # 1: a schedule failed; any other non-zero exit: the campaign could not run with the
+        # mutant (e.g. its topology no longer builds, a configuration error), which the
+        # unmutated code never does — the mutant is seen either way
+        "killed": done.returncode != 0,
         "exit": done.returncode,
         "failed": summary.get("failed"),
         "errors": summary.get("errors"),
@@ -259,16 +269,18 @@ def _params(given: dict[str, str]) -> dict[str, Any]:
         "total_order": 0,
         "out": None,
         "judge": 1,
+        "only": None,
+        "tests": 1,
     }
     unknown = sorted(set(given) - set(allowed))
     if unknown:
         raise ValueError(f"bench power: unknown parameter(s) {unknown}; allowed: {sorted(allowed)}")
     out: dict[str, Any] = dict(allowed)
     for key, value in given.items():
-        if key in ("master", "out"):
+        if key in ("master", "out", "only"):
             out[key] = value
             continue
-        least = 0 if key in ("seed", "total_order", "judge") else 1
+        least = 0 if key in ("seed", "total_order", "judge", "tests") else 1
         if not value.isdigit() or int(value) < least:
             raise ValueError(
                 f"bench power: {key}={value!r} is not allowed; expected an integer >= {least}"
@@ -308,9 +320,9 @@ def _judge_all(
         store.put(mutants[i], records[i])
 
     for i in order:
-        if "killed_by_tests" not in records[i]:
+        if "killed_by_tests" not in records[i] and params["tests"]:
             judge(i, "tests")
-        if records[i]["killed_by_tests"] and "killed_by_campaign" not in records[i]:
+        if records[i].get("killed_by_tests") and "killed_by_campaign" not in records[i]:
             judge(i, "campaign")
     for i in order:
         if "killed_by_campaign" not in records[i]:
@@ -318,11 +330,32 @@ def _judge_all(
     return records
 
 
+def named_mutants(root: Path, modules: list[str], only: str) -> list[Mutant]:
+    """The mutants of ``modules`` whose ids are listed in ``only`` (comma-separated), in the
+    sample's order; a ``ValueError`` names the ids no mutation point has."""
+    wanted = sorted({w.strip() for w in only.split(",") if w.strip()})
+    found = [
+        m
+        for m in (mutant_named(root, w) if w.split(":", 1)[0] in modules else None for w in wanted)
+        if m is not None
+    ]
+    missing = sorted(set(wanted) - {m.ident for m in found})
+    if missing:
+        raise ValueError(
+            f"bench power: only= names mutants that do not exist: {missing}; expected ids "
+            "'module:line:kind#index' of the modules the protocol runs"
+        )
+    return sorted(found, key=lambda m: (m.module, m.index))
+
+
 def run(**given: str) -> dict[str, Any]:
     params = _params(given)
     t0 = time.perf_counter()
     modules = run_modules()
-    mutants = sample(ROOT, modules, params["mutants"], params["seed"])
+    if params["only"]:
+        mutants = named_mutants(ROOT, modules, params["only"])
+    else:
+        mutants = sample(ROOT, modules, params["mutants"], params["seed"])
     key = f"{campaign_digest()}:{params['schedules']}:{params['total_order']}:{params['master']}"
     params["campaign_key"] = key
     records = _judge_all(mutants, _Store(params["out"]), params)
@@ -358,6 +391,16 @@ def run(**given: str) -> dict[str, Any]:
             for r in judged
             if not r["killed_by_tests"] and not r["killed_by_campaign"]
         ],
+        # every campaign verdict, with or without a tests verdict (``tests=0`` re-judges)
+        "campaign_verdicts": {
+            r["mutant"]: {
+                "killed": r["killed_by_campaign"],
+                "by_invariant": (r.get("campaign") or {}).get("by_invariant"),
+                "schedules_run": (r.get("campaign") or {}).get("schedules_run"),
+            }
+            for r in records
+            if "killed_by_campaign" in r
+        },
         "per_module": _rows(judged),
         "records": records,
         "wall_s": round(time.perf_counter() - t0, 1),

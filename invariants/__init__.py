@@ -9,7 +9,8 @@ its checker. Guaranteed delivery's
 (:mod:`gapless.invariants.gd`) are the delivery invariants (:data:`DELIVERY`: safety, order,
 logged_first, gapless, exactly_once, total_order, no_e, liveness) and the wire-conformance
 ones (:data:`CONFORMANCE`: nack_consolidation, ack_consolidation, retransmission_targets,
-silence_targets, minimal_traffic, ack_expected_timing, down_link_routing, own_timers).
+silence_targets, minimal_traffic, ack_expected_timing, down_link_routing, own_timers,
+refused_input, quiet_delivery).
 :mod:`gapless.invariants.tracefile` writes and reads trace files (``gapless check``);
 :mod:`gapless.invariants.laws` holds the lattice law checkers.
 """
@@ -39,5 +40,7 @@ CONFORMANCE: Final = (
     "ack_expected_timing",
     "down_link_routing",
     "own_timers",
+    "refused_input",
+    "quiet_delivery",
 )
 INVARIANTS: Final = DELIVERY + CONFORMANCE

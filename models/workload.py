@@ -15,8 +15,12 @@ publish the same payload), ``loc`` (one of ``LOCS``), ``p`` (0–9) and ``k`` (0
 equality-filter workloads [GD §4.1]).
 
 Filter profiles: ``"all"`` (every subscriber matches everything, the paper's §4.2 setting),
-``"mixed"`` (a rotation of content filters over ``loc`` and ``p``) and ``"keys"`` (subscriber
-``i`` filters ``k == i % keys``, the §4.1 equality workload).
+``"mixed"`` (a rotation of content filters over ``loc`` and ``p``), ``"keys"`` (subscriber
+``i`` filters ``k == i % keys``, the §4.1 equality workload) and ``"rich"`` (the campaigns'
+profile: messages also carry a boolean ``hot``, and the rotation :data:`RICH_FILTERS` uses
+every kind of comparison the filter language has — booleans, decimals, numbers inside a
+conjunction, values of different types, which are unequal and unordered — so a mistake in any
+of them is seen by the reference evaluator that judges delivery).
 """
 
 from __future__ import annotations
@@ -38,6 +42,7 @@ __all__ = [
     "LOCS",
     "MATCH_ALL",
     "MIXED_FILTERS",
+    "RICH_FILTERS",
     "PublishEvent",
     "Subscription",
     "Workload",
@@ -55,7 +60,20 @@ MIXED_FILTERS: Final = (
     'not loc == "LN"',
     'loc == "TK" or p <= 1',
 )
-FILTER_PROFILES: Final = ("all", "mixed", "keys")
+RICH_FILTERS: Final = (
+    MATCH_ALL,
+    'hot == true or loc == "NY"',
+    "p > 3 and hot != false",
+    'p != "3" and loc != 7 and p >= 2.5',
+    'p == "3" or loc < 5 or loc == "TK"',
+    "not hot == false or p <= 1",
+    'hot != true and not loc == "LN"',
+)
+"""The ``rich`` profile's filters (in rotation; the first five are Figure 3's five SHBs' with
+one subscriber each): booleans (``==``, ``!=``), a decimal, numbers followed by
+more of the filter, and comparisons across types (``p != "3"`` is true, ``p == "3"`` and
+``loc < 5`` false) [GD §2: content-based subscriptions]."""
+FILTER_PROFILES: Final = ("all", "mixed", "keys", "rich")
 
 
 @final
@@ -136,6 +154,8 @@ def _filter_for(spec: WorkloadSpec, i: int) -> str:
         return MATCH_ALL
     if spec.filters == "mixed":
         return MIXED_FILTERS[i % len(MIXED_FILTERS)]
+    if spec.filters == "rich":
+        return RICH_FILTERS[i % len(RICH_FILTERS)]
     return f"k == {i % spec.keys}"
 
 
@@ -167,6 +187,8 @@ def generate_workload(
                 "p": rng.randrange(10),
                 "k": rng.randrange(spec.keys),
             }
+            if spec.filters == "rich":  # drawn only here: the other profiles' draws unchanged
+                attrs_["hot"] = rng.random() < 0.5
             events.append(
                 PublishEvent(
                     at_us=at,

@@ -25,6 +25,7 @@ from __future__ import annotations
 import hashlib
 import json
 import math
+import random
 import re
 import tomllib
 from collections.abc import Mapping
@@ -34,6 +35,7 @@ from typing import Any, Final, final
 import attrs
 
 from gapless.impl.errors import GaplessError
+from gapless.models.faults import derive_seed
 from gapless.models.protocols import PROTOCOLS
 from gapless.spark_fuzz.backend import BACKENDS, BackendError, load_backend
 
@@ -44,8 +46,10 @@ __all__ = [
     "CampaignConfig",
     "CampaignConfigError",
     "canonical_json",
+    "config_for_seed",
     "config_from_json",
     "load_config",
+    "setup_of_seed",
 ]
 
 FAULT_PROFILES: Final = ("rates", "swarm", "rules")
@@ -93,6 +97,9 @@ class CampaignConfig:
     run_config: Mapping[str, Any] = attrs.field(factory=dict)
     """Overrides of the protocol's run configuration (the campaign file's ``[run_config]``
     table; ``RunSpec.config``): the protocol's entry decides which keys it accepts."""
+    mix: Mapping[str, Mapping[str, Any]] = attrs.field(factory=dict)
+    """Other setups a share of the schedules runs (the campaign file's ``[mix.NAME]``
+    tables, :data:`MIX_KEYS`): each seed draws its setup (:func:`setup_of_seed`)."""
 
     @property
     def campaign_id(self) -> str:
@@ -117,6 +124,7 @@ class CampaignConfig:
             **({"guided": True} if self.guided else {}),
             # likewise only when given
             **({"run_config": dict(sorted(self.run_config.items()))} if self.run_config else {}),
+            **({"mix": _sorted_mix(self.mix)} if self.mix else {}),
         }
 
     def identity_digest(self) -> str:
@@ -133,7 +141,53 @@ class CampaignConfig:
         data["fault_rates"] = dict(sorted(self.fault_rates.items()))
         data["invariants"] = list(self.invariants)
         data["run_config"] = dict(sorted(self.run_config.items()))
+        data["mix"] = _sorted_mix(self.mix)
         return data
+
+
+def _sorted_mix(mix: Mapping[str, Mapping[str, Any]]) -> dict[str, dict[str, Any]]:
+    return {name: dict(sorted(mix[name].items())) for name in sorted(mix)}
+
+
+def setup_of_seed(config: CampaignConfig, seed: int) -> str:
+    """The setup seed ``seed`` of ``config`` runs: the name of one of its ``mix`` setups, or
+    ``""`` for the campaign's own. A deterministic draw from the campaign seed and ``seed``
+    alone (``derive_seed(config.seed, "mix", seed)``): the same in every process, after a
+    resume, and whatever the number of schedules; setups take their ``share`` of the unit
+    interval in name order, the rest is the campaign's own setup."""
+    if not config.mix:
+        return ""
+    u = random.Random(derive_seed(config.seed, "mix", seed)).random()
+    edge = 0.0
+    for name in sorted(config.mix):
+        edge += float(config.mix[name]["share"])
+        if u < edge:
+            return name
+    return ""
+
+
+def config_for_seed(config: CampaignConfig, seed: int) -> CampaignConfig:
+    """The configuration seed ``seed`` runs under: ``config`` itself, or ``config`` with the
+    drawn mix setup's keys applied (``topology``, ``invariants`` replaced; ``workload`` and
+    ``run_config`` merged), no mix, and the campaign's own id (its rows stay one campaign)."""
+    name = setup_of_seed(config, seed)
+    if not name:
+        return config
+    return _with_setup(attrs.evolve(config, id=config.campaign_id), config.mix[name])
+
+
+def _with_setup(config: CampaignConfig, setup: Mapping[str, Any]) -> CampaignConfig:
+    return attrs.evolve(
+        config,
+        mix={},
+        topology=setup.get("topology", config.topology),
+        invariants=tuple(setup.get("invariants", config.invariants)),
+        workload=dict(sorted({**config.workload, **setup.get("workload", {})}.items())),
+        run_config=dict(sorted({**config.run_config, **setup.get("run_config", {})}.items())),
+        fault_rates={
+            k: float(v) for k, v in sorted(setup.get("fault_rates", config.fault_rates).items())
+        },
+    )
 
 
 def canonical_json(data: Any) -> str:
@@ -148,6 +202,7 @@ def config_from_json(text: str) -> CampaignConfig:
     data["invariants"] = tuple(data["invariants"])
     data.setdefault("run_config", {})
     data.setdefault("fail_fast", False)
+    data.setdefault("mix", {})
     return CampaignConfig(**data)
 
 
@@ -177,6 +232,16 @@ TOP_LEVEL_KEYS: Final[dict[str, str]] = {
     "workload": "a table of workload keys",
     "faults": "a table with 'profile' and 'rates'",
     "run_config": "a table of the protocol's run config keys (strings, booleans, numbers)",
+    "mix": "tables [mix.NAME]: other setups a share of the schedules runs",
+}
+MIX_KEYS: Final[dict[str, str]] = {
+    "share": "the share of the schedules that run this setup: a number > 0 and <= 1 "
+    "(the shares of all setups sum to <= 1; the rest runs the campaign's own setup)",
+    "topology": "a topology name (default: the campaign's)",
+    "invariants": "a list of invariant names (default: the campaign's)",
+    "workload": "a table of workload keys, merged over the campaign's",
+    "run_config": "a table of run config keys, merged over the campaign's",
+    "fault_rates": "a table fault kind -> rate that replaces the campaign's faults.rates",
 }
 _FAULT_KEYS: Final = {
     "profile": "'rates', 'swarm' or 'rules'",
@@ -326,6 +391,7 @@ def load_config(
         value = run_config[key]
         if not (isinstance(value, str | bool) or _is_number(value)):
             raise _fail(f"run_config.{key}", value, "a string, a boolean or a finite number", where)
+    mix = _checked_mix(data, where)
     profile = faults.get("profile", "rates")
     if profile not in FAULT_PROFILES:
         raise _fail("faults.profile", profile, _FAULT_KEYS["profile"], where)
@@ -366,10 +432,74 @@ def load_config(
         guided=data.get("guided", False),
         fail_fast=data.get("fail_fast", False),
         run_config=dict(sorted(run_config.items())),
+        mix=mix,
     )
     if check_backend:
         check_against_backend(config, where)
     return config
+
+
+def _checked_mix(data: Mapping[str, Any], where: str) -> dict[str, dict[str, Any]]:
+    """The ``mix`` tables, checked for their keys and types (names against the backend later)."""
+    mix = data.get("mix", {})
+    if not isinstance(mix, Mapping):
+        raise _fail("mix", mix, TOP_LEVEL_KEYS["mix"], where)
+    if mix and data.get("guided", False):
+        raise _fail("mix", dict(mix), "no mix in a guided campaign (not supported yet)", where)
+    total = 0.0
+    for name in sorted(mix):
+        setup = mix[name]
+        if not isinstance(setup, Mapping) or not _ID_RE.match(name):
+            raise _fail(
+                f"mix.{name}", setup, "a table named by letters, digits, '.', '_', '-'", where
+            )
+        for key in sorted(setup):
+            if key not in MIX_KEYS:
+                raise CampaignConfigError(
+                    f"{where}: unknown key 'mix.{name}.{key}'; allowed: {', '.join(MIX_KEYS)}"
+                )
+        share: Any = setup.get("share")
+        if not _is_number(share) or not 0 < share <= 1:
+            raise _fail(f"mix.{name}.share", share, MIX_KEYS["share"], where)
+        total += float(share)
+        kinds = (
+            ("topology", str),
+            ("invariants", list),
+            ("workload", Mapping),
+            ("run_config", Mapping),
+            ("fault_rates", Mapping),
+        )
+        for key, kind in kinds:
+            if key in setup and not isinstance(setup[key], kind):
+                raise _fail(f"mix.{name}.{key}", setup[key], MIX_KEYS[key], where)
+        for key, value in sorted(setup.get("run_config", {}).items()):
+            if not (isinstance(value, str | bool) or _is_number(value)):
+                raise _fail(
+                    f"mix.{name}.run_config.{key}",
+                    value,
+                    "a string, a boolean or a finite number",
+                    where,
+                )
+        for kind, rate in sorted(setup.get("fault_rates", {}).items()):
+            if not _is_number(rate) or not 0 <= rate <= 1000:
+                raise _fail(
+                    f"mix.{name}.fault_rates.{kind}", rate, "a number >= 0 and <= 1000", where
+                )
+    if total > 1 + 1e-9:
+        raise _fail("mix", dict(mix), "shares that sum to <= 1", where)
+    return {
+        name: {
+            key: (
+                dict(sorted(v.items()))
+                if isinstance(v, Mapping)
+                else list(v)
+                if isinstance(v, list)
+                else v
+            )
+            for key, v in sorted(mix[name].items())
+        }
+        for name in sorted(mix)
+    }
 
 
 def _default_topology(protocol_name: Any) -> str:
@@ -411,6 +541,8 @@ def check_against_backend(config: CampaignConfig, where: str = "campaign config"
         backend.make_spec(config)
     except (ValueError, TypeError) as exc:
         raise CampaignConfigError(f"{where}: {exc}") from exc
+    for name in sorted(config.mix):
+        check_against_backend(_with_setup(config, config.mix[name]), f"{where}, mix.{name}")
 
 
 def _allowed_protocols() -> str:

@@ -27,7 +27,7 @@ import cattrs
 from gapless.impl.errors import GaplessError
 from gapless.impl.trace import DIGEST_VERSION
 from gapless.spark_fuzz.backend import Backend, BackendError, Outcome, load_backend
-from gapless.spark_fuzz.config import CampaignConfig, canonical_json
+from gapless.spark_fuzz.config import CampaignConfig, canonical_json, config_for_seed
 from gapless.spark_fuzz.execute import prepare
 from gapless.spark_fuzz.guided import schedule_for
 from gapless.spark_fuzz.shrink import shrink
@@ -100,6 +100,7 @@ def shrink_seed(
     config: CampaignConfig, seed: int, invariant: str, *, max_runs: int | None = None
 ) -> Counterexample:
     """Shrink the failing ``seed`` of ``config`` to a counterexample."""
+    config = config_for_seed(config, seed)  # a mix setup's seed shrinks in its own setup
     config_json = canonical_json(config.to_data())
     _config, backend, spec = prepare(config_json)
     schedule = schedule_for(config, backend, spec, seed)  # a guided campaign's stored one

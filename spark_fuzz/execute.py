@@ -26,12 +26,18 @@ from typing import Any, Final, final
 import attrs
 
 from gapless.spark_fuzz.backend import VERDICTS, Backend, Outcome, load_backend
-from gapless.spark_fuzz.config import CampaignConfig, canonical_json, config_from_json
+from gapless.spark_fuzz.config import (
+    CampaignConfig,
+    canonical_json,
+    config_for_seed,
+    config_from_json,
+)
 
 __all__ = [
     "COLUMNS",
     "SeedResult",
     "prepare",
+    "prepare_seed",
     "run_chunk",
     "run_seed",
     "schedule_digest",
@@ -74,6 +80,8 @@ class _RunTimeout(Exception):
 
 
 _PREPARED: dict[str, tuple[CampaignConfig, Backend, Any]] = {}
+_PREPARED_MAX: Final = 8
+"""Configurations kept per process: a campaign's own and those of its ``mix`` setups."""
 
 
 def prepare(config_json: str) -> tuple[CampaignConfig, Backend, Any]:
@@ -83,9 +91,19 @@ def prepare(config_json: str) -> tuple[CampaignConfig, Backend, Any]:
         config = config_from_json(config_json)
         backend = load_backend(config.protocol, config.backend)
         hit = (config, backend, backend.make_spec(config))
-        _PREPARED.clear()
+        if len(_PREPARED) >= _PREPARED_MAX:
+            _PREPARED.clear()
         _PREPARED[config_json] = hit
     return hit
+
+
+def prepare_seed(config_json: str, seed: int) -> tuple[CampaignConfig, Backend, Any]:
+    """:func:`prepare` of the configuration seed ``seed`` runs under: the campaign's own or,
+    in a campaign with a ``mix``, the setup the seed draws (:func:`config_for_seed`)."""
+    got = prepare(config_json)
+    if not got[0].mix:
+        return got
+    return prepare(canonical_json(config_for_seed(got[0], seed).to_data()))
 
 
 def schedule_digest(backend: Backend, schedule: Any) -> str:
@@ -129,7 +147,7 @@ def run_seed(config_json: str, seed: int, schedule_data: Any = None) -> SeedResu
     """Run one seed of the campaign described by ``config_json``; never raises for a failing
     simulation (verdict ``error`` or ``timeout`` instead). ``schedule_data`` (the backend's
     data of a schedule) replaces the one the seed generates (a guided campaign's plan)."""
-    config, backend, spec = prepare(config_json)
+    config, backend, spec = prepare_seed(config_json, seed)
     started = time.perf_counter()
     kinds: tuple[str, ...] = ()
     n_events = 0

@@ -19,7 +19,12 @@ swarm and shapes it (:class:`gapless.models.faults.FaultProfile`):
 * **partitions heal mid-nack**: a partition lasts ``[NRT, 3 NRT]`` (the nack repetition
   threshold), so it heals while the nacks it caused are being repeated;
 * **weights**: a swarm schedule enables crashes, link failures and partitions with
-  probability 0.6 (the kinds the focused rules need), the others 1/2.
+  probability 0.6 (the kinds the focused rules need), the others 1/2;
+* **from the first tick** (``warmup_us`` 0, :data:`RULES_WARMUP_US`): faults may start at
+  time 0, before the first message is logged, acked or released — a pubend host crashing
+  in the first second, a bundle member failing before the first silence — so the rules'
+  boundaries at tick 0 and the first message are reached too (the world's default waits
+  one second).
 
 A protocol whose configuration has no AET or NRT gets only the focus and the weights.
 """
@@ -34,10 +39,12 @@ import networkx as nx
 from gapless.models.faults import FaultProfile
 from gapless.models.topology import link_name
 
-__all__ = ["RULES_WEIGHTS", "focus_targets", "rules_profile"]
+__all__ = ["RULES_WARMUP_US", "RULES_WEIGHTS", "focus_targets", "rules_profile"]
 
 RULES_WEIGHTS: Final = (("crash", 0.6), ("link_fail", 0.6), ("partition", 0.6))
 """Swarm weights of the ``rules`` profile (kinds not named: 1/2)."""
+RULES_WARMUP_US: Final = 0
+"""The ``rules`` profile's faults may start at the first tick (see the module doc)."""
 
 
 def focus_targets(g: nx.Graph) -> tuple[tuple[str, tuple[str, ...]], ...]:
@@ -79,4 +86,5 @@ def rules_profile(rates: Mapping[str, float], g: nx.Graph, config: Any) -> Fault
         long_duration_us=int(aet or 0),
         partition_us=(int(nrt), 3 * int(nrt)) if nrt else None,
         swarm_weights=tuple(w for w in RULES_WEIGHTS if w[0] in rates),
+        warmup_us=RULES_WARMUP_US,
     )

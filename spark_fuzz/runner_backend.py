@@ -59,7 +59,7 @@ _WORKLOAD_KEYS: Final = {
     "rate_per_pubend": "messages per simulated second per pubend: a number > 0 (default 25)",
     "size": "message size in bytes: an integer >= 0 (default 100)",
     "subscribers_per_shb": "an integer >= 0 (default 1)",
-    "filters": "'all', 'mixed' or 'keys' (default 'all')",
+    "filters": "'all', 'mixed', 'keys' or 'rich' (default 'all')",
     "keys": "distinct values of attribute k: an integer >= 1 (default 10)",
     "jitter_us": "per-message publish jitter: an integer >= 0 (default 1000)",
     "max_messages": "cap on messages per pubend: an integer >= 0 (default: none)",

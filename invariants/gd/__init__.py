@@ -6,8 +6,10 @@
 (:mod:`gapless.invariants.gd.conformance`), minimal traffic
 (:mod:`gapless.invariants.gd.traffic`), the AckExpected timing rule
 (:mod:`gapless.invariants.gd.timing`), the link-bundle rule
-(:mod:`gapless.invariants.gd.links`) and the own-timer rule
-(:mod:`gapless.invariants.gd.timers`). Their names, in report order, are
+(:mod:`gapless.invariants.gd.links`), the own-timer rule
+(:mod:`gapless.invariants.gd.timers`), the refused-input rule
+(:mod:`gapless.invariants.gd.refusals`) and the quiet-delivery rule
+(:mod:`gapless.invariants.gd.quiet`). Their names, in report order, are
 ``gapless.invariants.INVARIANTS``.
 """
 
@@ -18,6 +20,8 @@ from typing import Final
 from gapless.invariants.gd.conformance import GDConformance
 from gapless.invariants.gd.delivery import GDDelivery
 from gapless.invariants.gd.links import GDDownLinkRouting
+from gapless.invariants.gd.quiet import GDQuietDelivery
+from gapless.invariants.gd.refusals import GDRefusedInput
 from gapless.invariants.gd.timers import GDOwnTimers
 from gapless.invariants.gd.timing import GDAckExpectedTiming
 from gapless.invariants.gd.traffic import GDMinimalTraffic
@@ -31,6 +35,8 @@ __all__ = [
     "GDDownLinkRouting",
     "GDMinimalTraffic",
     "GDOwnTimers",
+    "GDQuietDelivery",
+    "GDRefusedInput",
 ]
 
 PLUGINS: Final[tuple[type[Plugin], ...]] = (
@@ -40,5 +46,7 @@ PLUGINS: Final[tuple[type[Plugin], ...]] = (
     GDAckExpectedTiming,
     GDDownLinkRouting,
     GDOwnTimers,
+    GDRefusedInput,
+    GDQuietDelivery,
 )
 """GD's plug-ins, in the order they judge a record."""

@@ -509,7 +509,8 @@ CASES += [
 
 
 def _rejected(inp: Any) -> T:
-    """``s1`` rejects ``inp``: its own GCT timer (own_timers) or a network input (not judged)."""
+    """``s1`` rejects ``inp``: its own GCT timer (own_timers) or a network input
+    (refused_input)."""
     return _base()._add(400, "s1", "rejected", Rejected(reason="refused", input=inp))
 
 
@@ -519,6 +520,16 @@ CASES += [
         lambda: _rejected(TimerFired(key=("timer", 0, "gct", "P1", "extra"))),
         lambda: _rejected(Receive(sender="b9", msg=Wire(kind="ack", pubend="P1"))),
     ),
+    (
+        "refused_input",  # a message from a neighbour refused; a refused timer is own_timers's
+        lambda: _rejected(Receive(sender="b9", msg=Wire(kind="knowledge", pubend="P1"))),
+        lambda: _rejected(TimerFired(key=("timer", 0, "gct", "P1", "extra"))),
+    ),
+    (
+        "quiet_delivery",  # published with nothing failed, matching u1, never delivered
+        lambda: T().connect(0, "s1", "u1").publish(10, "P1", 0).publish(20, "P1", 1),
+        _base,
+    ),
 ]
 
 
@@ -527,7 +538,7 @@ CASES += [
 )
 def test_violating_trace_is_caught_and_the_fixed_one_passes(name: str, bad: Any, good: Any) -> None:
     ctx = _total_ctx() if name == "total_order" else _ctx()
-    live = name == "liveness"
+    live = name in ("liveness", "quiet_delivery")
     v = _check(bad(), names=(name,), ctx=ctx, live=live)
     assert v is not None, f"{name}: the violating trace passed"
     assert v.invariant == name

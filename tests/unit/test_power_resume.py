@@ -101,3 +101,59 @@ def test_the_campaign_digest_follows_the_demo_file(tmp_path: Path) -> None:
     demo = tmp_path / "campaigns" / "demo.toml"
     demo.write_text(demo.read_text().replace("schedules = 300", "schedules = 301"))
     assert power.campaign_digest(tmp_path) != before
+
+
+def test_only_names_any_mutation_point_and_refuses_unknown_ids() -> None:
+    modules = ["impl/transfer.py", "impl/ticksets.py"]
+    got = power.named_mutants(ROOT, modules, "impl/transfer.py:63:bool constant#7")
+    assert [m.ident for m in got] == ["impl/transfer.py:63:bool constant#7"]
+    assert "all_s = False" in got[0].diff
+    with pytest.raises(ValueError, match="do not exist"):
+        power.named_mutants(ROOT, modules, "impl/transfer.py:63:bool constant#8")
+    with pytest.raises(ValueError, match="do not exist"):
+        power.named_mutants(ROOT, modules, "impl/nowhere.py:1:x#0")
+    params = power._params({"only": "a,b", "tests": "0"})
+    assert params["only"] == "a,b"
+    assert params["tests"] == 0
+
+
+def test_tests_off_judges_the_campaign_verdicts_only(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    calls: list[tuple[str, str]] = []
+    monkeypatch.setattr(power, "_judge", _fake_judge(calls, set()))
+    params = {**power._params({"tests": "0"}), "campaign_key": "k"}
+    records = power._judge_all(_mutants(), power._Store(None), params)
+    assert sorted(calls) == [(f"impl/m{i}.py", "campaign") for i in range(3)]
+    assert all(r["killed_by_campaign"] and "killed_by_tests" not in r for r in records)
+
+
+def test_a_campaign_that_cannot_run_with_the_mutant_kills_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    class Done:
+        def __init__(self, code: int) -> None:
+            self.returncode, self.stdout, self.stderr = code, "{}", "CampaignConfigError: ..."
+
+    params = power._params({})
+    for code, killed in ((0, False), (1, True), (2, True)):
+        monkeypatch.setattr(power.subprocess, "run", lambda *_a, c=code, **_k: Done(c))
+        got = power._one_campaign({}, tmp_path, params, ())
+        assert got["killed"] is killed
+        assert got["exit"] == code
+
+
+def test_the_report_lists_every_campaign_verdict(monkeypatch: pytest.MonkeyPatch) -> None:
+    records = [
+        {"mutant": "a", "module": "impl/m0.py", "diff": "d", "killed_by_campaign": True},
+        {"mutant": "b", "module": "impl/m1.py", "diff": "d"},
+    ]
+    monkeypatch.setattr(power, "run_modules", lambda: ["impl/m0.py", "impl/m1.py"])
+    monkeypatch.setattr(power, "sample", lambda *_a: _mutants()[:2])
+    monkeypatch.setattr(power, "campaign_digest", lambda: "x")
+    monkeypatch.setattr(power, "_judge_all", lambda *_a: records)
+    got = power.run(tests="0", judge="0")
+    assert got["judged"] == 0  # no tests verdict: not part of campaign_power
+    assert got["campaign_verdicts"] == {
+        "a": {"killed": True, "by_invariant": None, "schedules_run": None}
+    }

@@ -1,0 +1,114 @@
+"""``quiet_delivery`` (issue 18): what is published while nothing has failed is delivered, by
+best effort too [GD §4.1]. A best-effort pubend that boots down (the one-constant mutant
+``up=True`` -> ``up=False`` of ``impl/gd/best_effort.py``'s PHB restart, killed by the tests,
+passed the demo's best-effort schedules: no other invariant of that setup sees it) is caught;
+a message published too close to the first fault is not judged."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+from gapless.benchmarks._mutants import mutant_named
+from gapless.impl.inputs import Connect
+from gapless.impl.trace import Fault, Published, TraceRecord
+from gapless.invariants.checker import check_trace
+from gapless.invariants.gd.quiet import SETTLE_US
+from gapless.invariants.plugin import CheckContext, SubscriptionInfo
+from gapless.models.topology import fig3
+from gapless.spark_fuzz.config import canonical_json, config_for_seed, load_config, setup_of_seed
+from gapless.spark_fuzz.execute import run_seed
+
+ROOT = Path(__file__).resolve().parents[2]
+DEMO = ROOT / "campaigns" / "demo.toml"
+MUTANT = "impl/gd/best_effort.py:120:bool constant#22"
+
+_RUN = (
+    "import json, sys\n"
+    "from gapless.spark_fuzz.config import canonical_json, load_config\n"
+    "from gapless.spark_fuzz.execute import run_seed\n"
+    "c = load_config(sys.argv[1], {'duration_s': 2.0})\n"
+    "print(json.dumps(run_seed(canonical_json(c.to_data()), int(sys.argv[2])).row))\n"
+)
+
+
+def _best_effort_seed() -> int:
+    config = load_config(DEMO)
+    return next(s for s in config.seeds() if setup_of_seed(config, s) == "best-effort")
+
+
+def test_a_best_effort_pubend_that_boots_down_is_caught(tmp_path: Path) -> None:
+    mutant = mutant_named(ROOT, MUTANT)
+    assert mutant is not None
+    assert "up=False" in mutant.diff
+    impl = tmp_path / "src" / "gapless" / "impl"
+    for f in (ROOT / "impl").rglob("*.py"):
+        dest = impl / f.relative_to(ROOT / "impl")
+        dest.parent.mkdir(parents=True, exist_ok=True)
+        dest.write_text(f.read_text())
+    (impl / "gd" / "best_effort.py").write_text(mutant.source)
+    env = dict(os.environ, PYTHONPATH=str(tmp_path / "src"), PYTHONDONTWRITEBYTECODE="1")
+    seed = str(_best_effort_seed())
+    done = subprocess.run(
+        [sys.executable, "-c", _RUN, str(DEMO), seed],
+        env=env,
+        capture_output=True,
+        text=True,
+        check=True,
+        cwd=tmp_path,
+    )
+    row = json.loads(done.stdout)
+    assert row["verdict"] == "violation", row["explanation"]
+    assert row["invariant"] == "quiet_delivery"
+
+
+def test_the_correct_best_effort_roles_pass_it() -> None:
+    config = load_config(DEMO, {"duration_s": 2.0})
+    seed = _best_effort_seed()
+    assert "quiet_delivery" in config_for_seed(config, seed).invariants
+    row = run_seed(canonical_json(config.to_data()), seed).row
+    assert row["verdict"] == "pass", row["explanation"]
+    assert row["delivered"] > 0
+
+
+def _trace(fault_at: int | None) -> list[TraceRecord]:
+    recs: list[TraceRecord] = []
+
+    def add(t: int, node: str, kind: str, detail: object) -> None:
+        recs.append(TraceRecord(seq=len(recs), time=t, node=node, kind=kind, detail=detail))
+
+    add(0, "s1", "connect", Connect(subscriber="u1", filter="true", connection=0))
+    add(1_000_000, "p1", "publish", Published(pubend="P1", index=0, attributes={"n": 0}))
+    if fault_at is not None:
+        add(fault_at, "b1", "fault", Fault(kind="crash", target="b1"))
+    add(5_000_000, "s2", "connect", Connect(subscriber="u9", filter="true", connection=0))
+    return recs
+
+
+def ctx() -> CheckContext:
+    g = fig3()
+    return CheckContext(
+        subscriptions=(SubscriptionInfo(name="u1", shb="s1", filter="true"),),
+        cell_of={n: d["cell"] for n, d in g.nodes(data=True)},
+        cell_tree=g.graph["cell_tree"],
+        pubend_host=dict(g.graph["pubends"]),
+        merged=(),
+        roles={n: d["role"] for n, d in g.nodes(data=True)},
+        min_repetition_us=300_000,
+        matches=lambda flt, a: flt == "true",
+        logged=lambda p: p.value,
+        payload_attributes=lambda payload: payload,
+        links=tuple(sorted((min(a, b), max(a, b)) for a, b in g.edges)),
+    )
+
+
+def test_a_message_published_near_the_first_fault_is_not_judged() -> None:
+    names = ("quiet_delivery",)
+    assert check_trace(ctx(), _trace(None), names, live_end=True) is not None
+    near = 1_000_000 + SETTLE_US - 1
+    assert check_trace(ctx(), _trace(near), names, live_end=True) is None
+    far = 1_000_000 + SETTLE_US + 1
+    assert check_trace(ctx(), _trace(far), names, live_end=True) is not None

@@ -1,0 +1,65 @@
+"""``refused_input`` on real runs (issue 18): a role that refuses a duplicated D as
+"conflicting data" (the one-operator mutant ``old != d`` -> ``old == d`` of
+``impl/gd/istream.py``, which the tests killed and the demo campaign passed) is caught on the
+demo's first schedule; the correct protocol refuses nothing on the demo's first schedules,
+best-effort ones included."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+from gapless.benchmarks._mutants import mutant_named
+from gapless.spark_fuzz.config import canonical_json, config_for_seed, load_config, setup_of_seed
+from gapless.spark_fuzz.execute import run_seed
+
+ROOT = Path(__file__).resolve().parents[2]
+DEMO = ROOT / "campaigns" / "demo.toml"
+MUTANT = "impl/gd/istream.py:142:compare NotEq#39"
+
+_RUN = (
+    "import json, sys\n"
+    "from gapless.spark_fuzz.config import canonical_json, load_config\n"
+    "from gapless.spark_fuzz.execute import run_seed\n"
+    "c = load_config(sys.argv[1], {'schedules': 1, 'duration_s': 3.0})\n"
+    "print(json.dumps(run_seed(canonical_json(c.to_data()), c.seed).row))\n"
+)
+
+
+def test_a_refused_duplicate_is_caught_on_the_demos_first_schedule(tmp_path: Path) -> None:
+    mutant = mutant_named(ROOT, MUTANT)
+    assert mutant is not None
+    assert "elif old == d:" in mutant.diff
+    impl = tmp_path / "src" / "gapless" / "impl"
+    for f in (ROOT / "impl").rglob("*.py"):
+        dest = impl / f.relative_to(ROOT / "impl")
+        dest.parent.mkdir(parents=True, exist_ok=True)
+        dest.write_text(f.read_text())
+    (impl / "gd" / "istream.py").write_text(mutant.source)
+    env = dict(os.environ, PYTHONPATH=str(tmp_path / "src"), PYTHONDONTWRITEBYTECODE="1")
+    done = subprocess.run(
+        [sys.executable, "-c", _RUN, str(DEMO)],
+        env=env,
+        capture_output=True,
+        text=True,
+        check=True,
+        cwd=tmp_path,
+    )
+    row = json.loads(done.stdout)
+    assert row["verdict"] == "violation", row["explanation"]
+    assert row["invariant"] == "refused_input"
+    assert "conflicting data" in row["explanation"]
+
+
+def test_the_correct_protocol_refuses_nothing() -> None:
+    config = load_config(DEMO, {"duration_s": 3.0})
+    setups = {setup_of_seed(config, s): s for s in range(config.seed, config.seed + 40)}
+    assert set(setups) == {"", "total-order", "best-effort"}
+    for seed in sorted(setups.values()):
+        sub = config_for_seed(config, seed)
+        assert "refused_input" in (sub.invariants or ("refused_input",))
+        row = run_seed(canonical_json(config.to_data()), seed).row
+        assert row["verdict"] == "pass", (seed, row["explanation"])
