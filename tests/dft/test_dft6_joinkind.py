@@ -172,3 +172,19 @@ def test_the_join_scenario_topology_names_its_joiners() -> None:
     g = tree13_join()
     assert g.graph["joiners"] == _JOINERS
     assert {b for b, _ in g.graph["dft_late"]} == set(_JOINERS)
+
+
+def test_a_join_waits_while_its_attach_point_is_down() -> None:
+    """A newcomer joins by a link to a broker already there [DFT §II]: J14's join at 1.2 s,
+    while B9 (its attach point) is crashed from 1 s to 2 s, happens at B9's restart."""
+    spec = _demo_spec()
+    crash = FaultEvent(kind="crash", at_us=_S, duration_us=_S, target="B9", stream=1)
+    out = simulate(
+        spec,
+        FaultSchedule(seed=0, events=(crash, _join("J14", 6 * _S // 5))),
+        0,
+        record_trace=True,
+    )
+    j14 = [r for r in out.trace or () if r.node == "J14" and r.kind != "fault"]
+    assert j14
+    assert min(r.time for r in j14) == 2 * _S
