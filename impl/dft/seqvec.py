@@ -122,6 +122,9 @@ def observe(seen: PMap[tuple[str, int], Seen], vec: SeqVec) -> PMap[tuple[str, i
         key = (y, epoch(n))
         s = seen.get(key, _NONE)
         mark = max(s.low, min(low, n) - 1)
+        if n == mark + 1 and not s.above:  # the common case, in order: it folds at once
+            seen = seen.set(key, Seen(low=n))
+            continue
         above = {m for m in s.above if m > mark}
         above.add(n)
         while mark + 1 in above:
