@@ -46,7 +46,7 @@ from collections.abc import Iterable
 from typing import Any
 
 import attrs
-from pyrsistent import PMap, pmap, pvector
+from pyrsistent import PMap, PVector, pmap, pvector
 
 from gapless.impl.dft.messages import PubConfirm, PubMsg
 from gapless.impl.dft.partitions import publication_tags
@@ -132,7 +132,7 @@ def _another_copy(state: BrokerState, i: int, q: QueuedPub, sender: str, msg: Pu
     q = attrs.evolve(q, senders=q.senders | {sender})
     waiting = [h for h in q.hops if h not in state.fwd]
     if not waiting or msg.trail == q.msg.trail:
-        return evolve(state, queue=state.queue.set(i, q)), ()
+        return evolve(state, queue=_replaced(state.queue, i, q)), ()
     stamps = {y: (n, low) for y, n, low in (*q.msg.seqvec, *msg.seqvec)}
     near = sorted(stamps, key=lambda y: -state.tree.distance(y, state.me))
     vec = tuple((y, *stamps[y]) for y in near)
@@ -140,7 +140,7 @@ def _another_copy(state: BrokerState, i: int, q: QueuedPub, sender: str, msg: Pu
     targets = {z for h in waiting for z in q.hops[h]}
     base = pmap({h: zs for h, zs in q.hops.items() if h in state.fwd})
     q, sends = _assign(state, q, targets, base, list(state.queue)[:i])
-    return evolve(state, queue=state.queue.set(i, q)), tuple(sends)
+    return evolve(state, queue=_replaced(state.queue, i, q)), tuple(sends)
 
 
 def _local_deliveries(state: BrokerState, msg: PubMsg, sid: str) -> Step:
@@ -210,7 +210,7 @@ def _process(
         if changes:
             state = evolve(state, **changes)
         return state, (*effects, *_confirm(q))
-    return evolve(state, queue=state.queue.append(q), **changes), tuple(effects)
+    return evolve(state, queue=_appended(state.queue, q), **changes), tuple(effects)
 
 
 #: Per filter: its text, the local subscriptions' ids, and per neighbour of the broker the
@@ -306,7 +306,7 @@ def _assign(
         elif r in fwd and r not in hops:
             if low is None:
                 current = state.stamp if counter is None else counter
-                low = low_water(q.stamp, (o.stamp for o in state.queue), current)
+                low = low_water(q.stamp, _columns(state.queue)[1], current)
             sends.append(_outgoing(state, q, r, low))
         if r not in grown:
             grown[r] = set(hops.get(r, ()))
@@ -334,19 +334,72 @@ def _confirm(q: QueuedPub) -> tuple[Effect, ...]:
     return tuple(Send(to=x, msg=PubConfirm(key=q.msg.key)) for x in sorted(q.senders))
 
 
-def _find(queue: Iterable[QueuedPub], key: tuple[str, int]) -> int | None:
-    """The index of the first entry of publication ``key`` in ``queue``, if any. Compared
-    field by field, number first: the queue of a broker before a barrier grows with every
-    publication that waits there, and this runs for every confirmation."""
+def _find(queue: PVector[QueuedPub], key: tuple[str, int]) -> int | None:
+    """The index of the first entry of publication ``key`` in ``queue``, if any: the queue
+    of a broker before a barrier grows with every publication that waits there, and this
+    runs for every confirmation, so the keys are searched as one tuple
+    (:func:`_columns`)."""
     probe: Any = key  # from the network: a malformed key matches nothing, never raises
-    if not (isinstance(probe, tuple) and len(probe) == 2):
-        return next((i for i, q in enumerate(queue) if q.msg.key == probe), None)
-    source, number = probe
-    for i, q in enumerate(queue):
-        m = q.msg
-        if m.number == number and m.source == source:
-            return i
-    return None
+    try:
+        return _columns(queue)[0].index(probe)
+    except ValueError:
+        return None
+
+
+#: Per queue (by identity, checked): its entries' keys and stamps, in queue order.
+_QUEUE_MAX = 8192
+_queue_memo: dict[int, tuple[PVector[QueuedPub], tuple[Any, ...], tuple[int, ...]]] = {}
+
+
+def _columns(queue: PVector[QueuedPub]) -> tuple[tuple[Any, ...], tuple[int, ...]]:
+    """``queue``'s keys and stamps, memoised by the (immutable) queue's identity and
+    carried over (:func:`_appended`, :func:`_replaced`, :func:`_deleted`) to the queue a
+    step derives from it: invisible (the same answers), and a search of a long queue is a
+    C-level ``tuple.index`` or ``min``."""
+    hit = _queue_memo.get(id(queue))
+    if hit is not None and hit[0] is queue:
+        return hit[1], hit[2]
+    keys = tuple(q.msg.key for q in queue)
+    stamps = tuple(q.stamp for q in queue)
+    _remember(queue, keys, stamps)
+    return keys, stamps
+
+
+def _remember(queue: PVector[QueuedPub], keys: tuple[Any, ...], stamps: tuple[int, ...]) -> None:
+    if len(_queue_memo) >= _QUEUE_MAX:
+        _queue_memo.clear()
+    _queue_memo[id(queue)] = (queue, keys, stamps)
+
+
+def _carried(old: PVector[QueuedPub], new: PVector[QueuedPub], keys: Any, stamps: Any) -> None:
+    """``new``, derived from ``old`` by one step, gets ``keys`` and ``stamps`` as its
+    columns; ``old``'s are forgotten (superseded)."""
+    _queue_memo.pop(id(old), None)
+    _remember(new, keys, stamps)
+
+
+def _appended(old: PVector[QueuedPub], q: QueuedPub) -> PVector[QueuedPub]:
+    """``old`` with ``q`` appended, its columns carried over (:func:`_columns`)."""
+    keys, stamps = _columns(old)
+    new = old.append(q)
+    _carried(old, new, (*keys, q.msg.key), (*stamps, q.stamp))
+    return new
+
+
+def _replaced(old: PVector[QueuedPub], i: int, q: QueuedPub) -> PVector[QueuedPub]:
+    """``old`` with entry ``i`` replaced by ``q`` (the same publication and stamp)."""
+    keys, stamps = _columns(old)
+    new = old.set(i, q)
+    _carried(old, new, keys, stamps)
+    return new
+
+
+def _deleted(old: PVector[QueuedPub], i: int) -> PVector[QueuedPub]:
+    """``old`` without entry ``i``."""
+    keys, stamps = _columns(old)
+    new = old.delete(i)
+    _carried(old, new, keys[:i] + keys[i + 1 :], stamps[:i] + stamps[i + 1 :])
+    return new
 
 
 def on_pub_confirm(state: BrokerState, sender: str, msg: PubConfirm) -> Step:
@@ -359,8 +412,8 @@ def on_pub_confirm(state: BrokerState, sender: str, msg: PubConfirm) -> Step:
         return state, ()
     q = QueuedPub(msg=q.msg, stamp=q.stamp, senders=q.senders, hops=q.hops.remove(sender))
     if q.hops:
-        return evolve(state, queue=state.queue.set(i, q)), ()
-    return evolve(state, queue=state.queue.delete(i)), _confirm(q)
+        return evolve(state, queue=_replaced(state.queue, i, q)), ()
+    return evolve(state, queue=_deleted(state.queue, i)), _confirm(q)
 
 
 def reroute(state: BrokerState, before: frozenset[str]) -> Step:

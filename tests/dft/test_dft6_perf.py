@@ -8,10 +8,11 @@ import random
 
 import attrs
 import pytest
-from pyrsistent import pmap
+from pyrsistent import PVector, pmap, pvector
 
-from gapless.impl.dft import seqvec
-from gapless.impl.dft.state import BrokerState, evolve, new_broker
+from gapless.impl.dft import publications, seqvec
+from gapless.impl.dft.messages import PubMsg
+from gapless.impl.dft.state import BrokerState, QueuedPub, evolve, new_broker
 from gapless.impl.dft.tree import complete_tree
 
 
@@ -61,3 +62,42 @@ def test_observe_with_its_in_order_shortcut_folds_as_the_general_rule() -> None:
             )
             a, b = _observe_unhurried(a, vec), seqvec.observe(b, vec)
             assert a == b, vec
+
+
+def test_queue_columns_follow_every_step_and_find_the_first_entry() -> None:
+    """``publications._find`` on queues derived by append, replace and delete (the columns
+    carried over) answers as a plain scan for the first entry, duplicates of a key
+    included; ``low_water`` on the stamps tuple answers as on a generator."""
+    rng = random.Random(7)
+    queue: PVector[QueuedPub] = pvector()
+    stamp = (1 << 32) + 1
+    for _ in range(300):
+        op = rng.random()
+        if op < 0.5 or not queue:
+            key = (rng.choice("PQ"), rng.randint(1, 12))  # repeats: duplicate keys occur
+            stamp += 1
+            q = QueuedPub(
+                msg=PubMsg(source=key[0], number=key[1]),
+                stamp=stamp,
+                senders=frozenset(),
+                hops=pmap(),
+            )
+            queue = publications._appended(queue, q)
+        elif op < 0.75:
+            i = rng.randrange(len(queue))
+            queue = publications._replaced(
+                queue, i, attrs.evolve(queue[i], senders=frozenset({"X"}))
+            )
+        else:
+            queue = publications._deleted(queue, rng.randrange(len(queue)))
+        for key in (("P", rng.randint(1, 12)), ("Q", 3), ["P", 1], "junk"):
+            want = next((i for i, q in enumerate(queue) if q.msg.key == key), None)
+            assert publications._find(queue, key) == want  # type: ignore[arg-type]
+        stamps = publications._columns(queue)[1]
+        assert stamps == tuple(q.stamp for q in queue)
+        for mine in (stamp, stamp + 1, 5):
+            assert seqvec.low_water(mine, stamps, stamp) == seqvec.low_water(
+                mine, iter(stamps), stamp
+            )
+    mixed = (3, (1 << 32) + 5, (1 << 32) + 9)  # an earlier life's stamp among them
+    assert seqvec.low_water((1 << 32) + 7, mixed, (1 << 32) + 9) == (1 << 32) + 5
