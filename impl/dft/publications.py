@@ -256,11 +256,30 @@ def _held(state: BrokerState, older: Iterable[QueuedPub], source: str) -> dict[s
     fwd = state.fwd
     for o in older:
         if o.msg.source == source:
-            for h, zs in o.hops.items():
+            for h, zs in _hop_items(o):
                 if h not in fwd:
                     for z in zs:
                         held.setdefault(z, h)
     return held
+
+
+_ITEMS_MAX = 1 << 18
+_items_memo: dict[int, tuple[QueuedPub, tuple[tuple[str, frozenset[str]], ...]]] = {}
+
+
+def _hop_items(q: QueuedPub) -> tuple[tuple[str, frozenset[str]], ...]:
+    """``q.hops.items()`` in its iteration order, memoised by the (immutable) entry's
+    identity: :func:`_held` reads every older entry of a source for every publication of
+    it, and a long-waiting entry is read thousands of times (iterating a ``PMap`` walks its
+    hash buckets in Python)."""
+    hit = _items_memo.get(id(q))
+    if hit is not None and hit[0] is q:
+        return hit[1]
+    items = tuple(q.hops.items())
+    if len(_items_memo) >= _ITEMS_MAX:
+        _items_memo.clear()
+    _items_memo[id(q)] = (q, items)
+    return items
 
 
 def _assign(
