@@ -397,11 +397,13 @@ class DFTSafety(_DFTPlugin):
             return False
         trail = f.last_copy.get((r.node, key), f.sent_copy.get((r.node, key), ()))
         for x in sorted({d.pubend, *trail}):
+            t_acc = f.accepted_at.get((x, sub.sid))
+            if t_acc is not None and t_acc <= t_pub:
+                continue  # accepted before the publication existed: before any forwarding
             # a broker forwards a publication when it first sends it (or delivers it here):
             # for its source too, which holds what is published before it is restored
             # [DFT §VIII-B] — a newcomer's first publications wait for its first sync
             t_fwd = f.first_send.get((x, key), r.time)
-            t_acc = f.accepted_at.get((x, sub.sid))
             if t_acc is None or t_acc > t_fwd:
                 return self.report.fail(
                     "safety",
