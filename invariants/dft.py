@@ -185,6 +185,9 @@ class DFTFacts:
         self.failed: set[frozenset[str]] = set()
         #: Pids some broker announced recovered [DFT §VIII-A steps (iv), (v)].
         self.healed: set[Pid] = set()
+        #: :meth:`within_budget` answers under the failures standing now (cleared when
+        #: they change): a publication asks it for every subscription.
+        self._budget: dict[tuple[str, str], bool] = {}
 
     def facts(self) -> dict[str, Callable[[TraceRecord], None]]:
         """Per record kind, the method adding its facts."""
@@ -205,9 +208,13 @@ class DFTFacts:
 
     def within_budget(self, source: str, broker: str) -> bool:
         """:func:`pair_within_budget` under the failures standing now."""
-        return pair_within_budget(
-            self.ctx.tree, self.ctx.delta, self.crashed, self.failed, source, broker
-        )
+        key = (source, broker)
+        got = self._budget.get(key)
+        if got is None:
+            got = self._budget[key] = pair_within_budget(
+                self.ctx.tree, self.ctx.delta, self.crashed, self.failed, source, broker
+            )
+        return got
 
     def excludes(self, tags: Iterable[Pid], source: str) -> list[Pid]:
         """The pids of ``tags`` that ``source`` is on or beyond [DFT §VI, Figure 8 l. 11]."""
@@ -285,6 +292,7 @@ class DFTFacts:
         f = r.detail
         if f.kind == "fail" and f.phase == "end":
             return  # the world's "fail" never heals: its broker stays failed
+        self._budget.clear()
         if f.kind in _HEALS or f.phase == "end":
             if f.kind in ("restart", "crash"):  # the world's crash ends with the restart
                 self.crashed.discard(f.target)
@@ -389,8 +397,13 @@ class DFTSafety(_DFTPlugin):
             return False
         trail = f.last_copy.get((r.node, key), f.sent_copy.get((r.node, key), ()))
         for x in sorted({d.pubend, *trail}):
-            t_fwd = t_pub if x == d.pubend else f.first_send.get((x, key), r.time)
             t_acc = f.accepted_at.get((x, sub.sid))
+            if t_acc is not None and t_acc <= t_pub:
+                continue  # accepted before the publication existed: before any forwarding
+            # a broker forwards a publication when it first sends it (or delivers it here):
+            # for its source too, which holds what is published before it is restored
+            # [DFT §VIII-B] — a newcomer's first publications wait for its first sync
+            t_fwd = f.first_send.get((x, key), r.time)
             if t_acc is None or t_acc > t_fwd:
                 return self.report.fail(
                     "safety",
@@ -415,10 +428,18 @@ class DFTLegitimacy(_DFTPlugin):
             return self._legitimate(r, msg.trail, r.detail.to)
         return False
 
+    def __init__(self, ledger: Ledger, report: Report) -> None:
+        super().__init__(ledger, report)
+        #: Forwarding chains already judged legitimate (the tree never changes): copies of
+        #: later publications take the same chains.
+        self.clean: set[tuple[str, ...]] = set()
+
     def _legitimate(self, r: TraceRecord, trail: tuple[str, ...], to: str) -> bool:
         if not trail:
             return False
         chain = (*trail, to)
+        if chain in self.clean:
+            return False
         path = self.f.ctx.tree.path(chain[0], to)
         if chain == path:
             return False  # every broker of the path forwarded it: nothing bypassed
@@ -440,6 +461,9 @@ class DFTLegitimacy(_DFTPlugin):
                     f"primary sub-path {list(window)}",
                     r,
                 )
+        if len(self.clean) >= 1_000_000:
+            self.clean.clear()
+        self.clean.add(chain)
         return False
 
 
@@ -476,10 +500,14 @@ class DFTBounded(_DFTPlugin):
         f = self.f
         source, attributes = r.detail.pubend, r.detail.attributes
         n = len(f.pubs[source])
+        matched: dict[str, bool] = {}  # per filter: one evaluation per publication
         for sub in f.subs.values():
             if sub.closed or sub.accepted is None or sub.tags or sub.accepted > r.time:
                 continue
-            if not f.ctx.matches(sub.filter, attributes):
+            hit = matched.get(sub.filter)
+            if hit is None:
+                hit = matched[sub.filter] = f.ctx.matches(sub.filter, attributes)
+            if not hit:
                 continue
             if f.within_budget(source, sub.broker):
                 self.pending[(sub.sid, (source, n))] = r

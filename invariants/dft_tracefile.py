@@ -23,9 +23,10 @@ Format ``gapless-trace``, version 2, ``"protocol": "dft"`` (UTF-8, one JSON obje
     acceptance may be written again at its source when a partition recovers (its new tags);
   - ``deliver``: ``{"subscriber", "connection", "pubend", "tick", "attributes"}``;
   - ``fault``: ``{"kind", "target", "phase"}``;
-* the last line, the end record ``{"end": {"records": N, "sha256": HEX}}`` — as in guaranteed
-  delivery's files (:mod:`gapless.invariants.tracefile`): a file without it was cut short and
-  is refused, never judged; a count or digest that disagrees is refused too.
+* the last line, the end record ``{"end": {"records": N, "sha256": HEX}}`` — the envelope
+  every ``gapless-trace`` file shares (:mod:`gapless.invariants.trace_envelope`, which writes
+  and reads it here): a file without it was cut short and is refused, never judged; a count
+  or digest that disagrees is refused too.
 
 Other record kinds (drops, link reports, rejections) are not written: the invariants do not
 read them. ``gapless simulate --scenario dft-gap-s1 --trace FILE`` writes one;
@@ -35,12 +36,9 @@ read them. ``gapless simulate --scenario dft-gap-s1 --trace FILE`` writes one;
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
-import tempfile
 from collections.abc import Callable, Iterable, Mapping, Set
-from pathlib import Path
 from typing import Any, Final, final
 
 import attrs
@@ -68,6 +66,7 @@ from gapless.impl.effects import Deliver, Persist
 from gapless.impl.inputs import Connect, Disconnect
 from gapless.impl.trace import Fault, Published, Received, Sent, TraceRecord
 from gapless.invariants.dft import DFT_INVARIANTS, DFTContext, check_dft_trace
+from gapless.invariants.trace_envelope import read_envelope, write_envelope
 from gapless.invariants.tracefile import FORMAT, TraceFileError
 from gapless.invariants.violation import Violation
 
@@ -188,29 +187,17 @@ def write_dft_trace(
         },
         "meta": dict(meta or {}),
     }
-    lines = [json.dumps(header, sort_keys=True)]
+    rows = []
     for r in records:
         if r.kind not in KEPT:
             continue
         detail = _detail_out(r)
         if detail is None:
             continue
-        row = {"seq": r.seq, "time": r.time, "node": r.node, "kind": r.kind, "detail": detail}
-        lines.append(json.dumps(row, sort_keys=True))
-    digest = hashlib.sha256()
-    for line in lines:
-        digest.update(line.encode("utf-8") + b"\n")
-    lines.append(json.dumps({"end": {"records": len(lines) - 1, "sha256": digest.hexdigest()}}))
-    target = Path(path)
-    fd, tmp = tempfile.mkstemp(dir=target.parent or Path("."), prefix=".dft-trace-")
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            f.write("\n".join(lines) + "\n")
-        os.replace(tmp, target)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-    return len(lines) - 2
+        rows.append(
+            {"seq": r.seq, "time": r.time, "node": r.node, "kind": r.kind, "detail": detail}
+        )
+    return write_envelope(path, header, rows)
 
 
 # ---------------------------------------------------------------------------- reading
@@ -280,41 +267,12 @@ def _context_in(c: Any, matches: Callable[[str, Any], bool]) -> DFTContext:
 def read_dft_trace(
     path: str | os.PathLike[str], *, matches: Callable[[str, Any], bool]
 ) -> DFTTraceFile:
-    """Read a DFT trace file (see the module doc); ``matches`` evaluates filters."""
-    p = Path(path)
-    if not p.is_file():
-        raise TraceFileError(f"{p}: no such trace file")
-    lines = [ln.rstrip("\r\n") for ln in p.read_text(encoding="utf-8").splitlines()]
-    if not lines:
-        raise TraceFileError(f"{p}: empty file; a trace starts with its header line")
-    try:
-        rows = [json.loads(ln) for ln in lines]
-    except json.JSONDecodeError as exc:
-        raise TraceFileError(f"{p}: not JSON Lines ({exc.msg})") from None
-    header = rows[0]
-    if not isinstance(header, dict) or (
-        header.get("format"),
-        header.get("version"),
-        header.get("protocol"),
-    ) != (FORMAT, VERSION, PROTOCOL):
-        raise _fail(1, f"the header is not format {FORMAT!r}, version {VERSION}, protocol 'dft'")
-    ends = [i for i, r in enumerate(rows) if isinstance(r, dict) and set(r) == {"end"}]
-    if not ends:
-        raise TraceFileError(
-            f"{p}: incomplete: no end record after {len(rows) - 1} records; the file was cut "
-            "short (a truncated trace is refused, not judged)"
-        )
-    at = ends[0]
-    if at != len(rows) - 1:
-        raise _fail(at + 2, "a line after the end record")
-    digest = hashlib.sha256()
-    for ln in lines[:at]:
-        digest.update(ln.encode("utf-8") + b"\n")
-    end = rows[at]["end"]
-    if end.get("records") != at - 1 or end.get("sha256") != digest.hexdigest():
-        raise _fail(at + 1, "the end record's count or sha256 does not match the lines before it")
+    """Read a DFT trace file (see the module doc); ``matches`` evaluates filters. The
+    envelope (header, end record, truncation) is :func:`read_envelope`'s: files written
+    before the DFT writer used it (a header with ``", "`` separators) read the same."""
+    envelope = read_envelope(path, protocol=PROTOCOL, versions=(VERSION,))
     records = []
-    for i, r in enumerate(rows[1:at], start=2):
+    for i, r in envelope.rows:
         try:
             detail = _detail_in(i, r["kind"], r["detail"])
             records.append(
@@ -330,6 +288,7 @@ def read_dft_trace(
             if isinstance(exc, TraceFileError):
                 raise
             raise _fail(i, f"malformed record: {exc!r}") from None
+    header = envelope.header
     return DFTTraceFile(
         context=_context_in(header.get("context"), matches),
         records=tuple(records),

@@ -20,7 +20,8 @@ itself and every byte round-trips):
     (:class:`~gapless.impl.zmq.messages.ZmqWire`);
   - ``deliver``: ``{"subscriber", "pubend", "tick", "payload", "connection"}``;
   - ``link``: ``{"up_node", "down_node", "up"}``; ``fault``: ``{"kind", "target", "phase"}``.
-* the last line, the end record, as in GD's version 2 (``gapless.invariants.tracefile``):
+* the last line, the end record every ``gapless-trace`` file shares
+  (:mod:`gapless.invariants.trace_envelope`, which writes and reads it here):
   ``{"end": {"records": N, "sha256": HEX}}`` — the number of records and the SHA-256 of every
   line before it (the header included), each line's text without its terminator followed by
   one ``"\n"``. A file without it was cut short (``head -n``) and is refused as incomplete,
@@ -37,10 +38,8 @@ world run's; ``gapless check FILE`` judges either. A malformed file raises
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
-import tempfile
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any, Final, final
@@ -59,6 +58,7 @@ from gapless.impl.zmq.records import (
     WireSent,
     ZmqTopology,
 )
+from gapless.invariants.trace_envelope import read_envelope, write_envelope
 from gapless.invariants.tracefile import TraceFileError
 from gapless.invariants.violation import Violation
 from gapless.invariants.zmq import NAMES, Ledger, check_ledger
@@ -174,36 +174,15 @@ def write_zmq_trace(
         "context": _context_out(topology, up, margin_us),
         "meta": dict(meta or {}),
     }
-    lines = [json.dumps(header, sort_keys=True)]
     kept = ("subscribe", "publish", "send", "receive", "deliver", "link", "fault")
-    for r in records:
-        if r.kind in kept:
-            row = {"seq": r.seq, "time": r.time, "node": r.node, "kind": r.kind}
-            lines.append(json.dumps({**row, "detail": _detail_out(r)}, sort_keys=True))
-    lines.append(_end_line(lines))
-    target = Path(path)
-    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", dir=target.parent)
-    try:  # written aside and renamed: a file is never half-written
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            fh.write("\n".join(lines) + "\n")
-        os.chmod(tmp, 0o644)
-        os.replace(tmp, target)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-    return len(lines) - 2
-
-
-def _line_bytes(text: str) -> bytes:
-    return text.rstrip("\r\n").encode("utf-8") + b"\n"
-
-
-def _end_line(lines: list[str]) -> str:
-    """The end record of a file whose lines (header and records) are ``lines``."""
-    digest = hashlib.sha256()
-    for line in lines:
-        digest.update(_line_bytes(line))
-    return json.dumps({"end": {"records": len(lines) - 1, "sha256": digest.hexdigest()}})
+    rows = [
+        {"seq": r.seq, "time": r.time, "node": r.node, "kind": r.kind, "detail": _detail_out(r)}
+        for r in records
+        if r.kind in kept
+    ]
+    written = write_envelope(path, header, rows)  # aside, then renamed: never half-written
+    os.chmod(path, 0o644)
+    return written
 
 
 class _Line:
@@ -327,26 +306,11 @@ def read_zmq_trace(path: str | os.PathLike[str]) -> ZmqTraceFile:
     topo = _topology_in(ln, ctx)
     up = tuple((str(a), str(b)) for a, b in ln.get(ctx, "up", list))
     margin = ctx.get("margin_us")
-    digest = hashlib.sha256(_line_bytes(lines[0]))
-    records: list[TraceRecord] = []
-    ended = False
-    for i, text in enumerate(lines[1:], start=2):
-        ln = _Line(p, i)
-        r = _json(ln, text)
-        if version >= 2 and set(r) == {"end"}:
-            if i != len(lines):
-                raise TraceFileError(f"{p}:{i + 1}: a line after the end record")
-            _check_end(ln, r["end"], len(records), digest.hexdigest())
-            ended = True
-            break
-        digest.update(_line_bytes(text))
-        records.append(_record_in(ln, r))
-    if version >= 2 and not ended:
-        raise TraceFileError(
-            f"{p}: incomplete: no end record after {len(records)} records; the file was cut "
-            "short (a truncated trace is refused, not judged: a prefix of a run reads as lost "
-            "messages and stale subscriptions)"
-        )
+    if version >= 2:  # the shared envelope: end record, truncation and edits refused
+        rows = read_envelope(p, protocol=PROTOCOL, versions=(VERSION,)).rows
+    else:  # version 1: no end record
+        rows = tuple((i, _json(_Line(p, i), text)) for i, text in enumerate(lines[1:], start=2))
+    records = [_record_in(_Line(p, i), r) for i, r in rows]
     return ZmqTraceFile(
         topology=topo,
         up=up,
@@ -366,23 +330,6 @@ def _record_in(ln: _Line, r: Mapping[str, Any]) -> TraceRecord:
         kind=kind,
         detail=_detail_in(ln, kind, ln.get(r, "detail", dict)),
     )
-
-
-def _check_end(ln: _Line, end: Any, records: int, digest: str) -> None:
-    """The end record's count and digest agree with the lines before it."""
-    if not isinstance(end, dict):
-        raise ln.fail(f"the end record {end!r} is not an object")
-    said = ln.get(end, "records", int)
-    if said != records:
-        raise ln.fail(
-            f"the end record says {said} records, the file holds {records}; the file was cut "
-            "or edited"
-        )
-    if ln.get(end, "sha256", str) != digest:
-        raise ln.fail(
-            "the end record's sha256 does not match the lines before it; the file was edited "
-            "or corrupted"
-        )
 
 
 def _json(ln: _Line, text: str) -> dict[str, Any]:

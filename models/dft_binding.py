@@ -12,11 +12,14 @@ a failed edge by its two ends — the failure detector of [DFT §II]. A broker i
 about brokers outside its own Δ-neighbourhood.
 
 A topology may name brokers that join during the run, ``graph.graph["dft_late"]``
-(``(broker, attach_to)``, each under a broker of the initial tree): they are in the graph
-and the primary tree the invariants read from the start, and in the world a crash from
-time 0 to the join — absent, for the world and the invariants alike; their role is
-:class:`~gapless.impl.dft.joins.Unjoined` until the restart that ends the crash, their join
-[DFT §I, §II] (:data:`JOIN_EVENTS`, topology ``dft-join``).
+(``(broker, attach_to)``, each under a broker of the initial tree, so each is a leaf and
+the joins may come in any order) and ``graph.graph["joiners"]`` (their names, what the
+fault generator's ``join`` kind draws from): they are in the graph and the primary tree the
+invariants read from the start; in the world they are absent until a ``join`` fault names
+them (:attr:`DFTBinding.joiners`, the world's seam): their role is
+:class:`~gapless.impl.dft.joins.Unjoined` until :meth:`DFTBinding.join` makes it the
+newcomer [DFT §I, §II] (:data:`JOIN_EVENTS`, topology ``dft-join``; topology
+``dft-tree13-join``, whose joins the campaigns draw).
 
 Pubends are named after the brokers that host them (a publication's source is its broker
 [DFT §V-VI]); subscribers sit at the nodes whose role is ``"shb"``.
@@ -39,10 +42,11 @@ import networkx as nx
 
 from gapless.impl.dft.config import PAPER_POLICY, DFTConfig
 from gapless.impl.dft.messages import DFTWire, wire
-from gapless.impl.dft.role import crash, handle, new_role, unjoined
+from gapless.impl.dft.role import Role, crash, handle, join, new_role, unjoined
 from gapless.impl.dft.tree import PrimaryTree, complete_tree
 from gapless.impl.dft.variants import VARIANTS
 from gapless.impl.effects import Persist
+from gapless.impl.errors import ProtocolMisuse
 from gapless.impl.inputs import Publish
 from gapless.impl.variants import resolve
 from gapless.invariants.dft import DFTContext, pair_within_budget
@@ -59,6 +63,7 @@ __all__ = [
     "JOIN_FAIL_US",
     "MAX_RADIUS",
     "TOPOLOGIES",
+    "TREE13_LATE",
     "DFTBinding",
     "check_context",
     "fig10",
@@ -67,6 +72,8 @@ __all__ = [
     "make_binding",
     "overlay",
     "slow_branch",
+    "tree13_join",
+    "with_late",
     "within_budget",
 ]
 
@@ -109,6 +116,44 @@ def chain6() -> nx.Graph:
 def tree13() -> nx.Graph:
     """The complete tree of 13 brokers, fanout 3 (the §IX construction, small)."""
     return overlay(complete_tree(13, 3), ["B0", "B5", "B12"], ["B4", "B7", "B9", "B12"])
+
+
+def with_late(
+    tree: PrimaryTree,
+    late: Iterable[tuple[str, str]],
+    publishers: Iterable[str],
+    shbs: Iterable[str],
+) -> nx.Graph:
+    """The world's graph of ``tree`` grown by the ``late`` joins (``(broker, attach_to)``,
+    each under a broker of ``tree``), those brokers named as joiners (module doc)."""
+    late = tuple(late)
+    for b, a in late:
+        if a not in tree:
+            raise ProtocolMisuse(
+                f"with_late: {b!r} joins under {a!r}, not a broker of the initial tree; "
+                f"allowed: one of {', '.join(tree.order)}"
+            )
+        tree = tree.join(b, a)
+    g = overlay(tree, publishers, shbs)
+    g.graph["dft_late"] = late
+    g.graph["joiners"] = tuple(b for b, _ in late)
+    return g
+
+
+TREE13_LATE: Final = (("J13", "B4"), ("J14", "B9"), ("J15", "B12"))
+"""The joiners of ``dft-tree13-join``: one leaf under each of B0's branches."""
+
+
+def tree13_join() -> nx.Graph:
+    """:func:`tree13` with three brokers that may join during the run (:data:`TREE13_LATE`;
+    a campaign's ``join`` faults decide whether and when): J13 publishes, J14 hosts a
+    subscriber, J15 both [DFT §I, §II]."""
+    return with_late(
+        complete_tree(13, 3),
+        TREE13_LATE,
+        ["B0", "B5", "B12", "J13", "J15"],
+        ["B4", "B7", "B9", "B12", "J14", "J15"],
+    )
 
 
 def slow_branch() -> nx.Graph:
@@ -154,7 +199,7 @@ JOIN_AT_US: Final = (("J13", "B4", 300_000), ("J14", "B9", 500_000))
 JOIN_FAIL_US: Final = (800_000, 1_200_000)
 JOIN_EVENTS: Final = (
     *(
-        FaultEvent(kind="crash", at_us=0, duration_us=at, target=b, stream=0)
+        FaultEvent(kind="join", at_us=at, duration_us=0, target=b, stream=0)
         for b, _, at in JOIN_AT_US
     ),
     FaultEvent(
@@ -165,7 +210,7 @@ JOIN_EVENTS: Final = (
         stream=0,
     ),
 )
-"""The faults of scenario ``dft-join``: each join as the end of an absence from time 0."""
+"""The faults of scenario ``dft-join``: the two joins, then the link failure."""
 
 
 def join_topology() -> nx.Graph:
@@ -175,12 +220,9 @@ def join_topology() -> nx.Graph:
     their brokers join; B0 publishes before the joins, then B0, B12, J13 and J14 publish
     every 0.2 s from 0.6 s to 1.8 s (through the failure of link B1-B4 and after its heal);
     every publication has ``x == 1``."""
-    tree = complete_tree(13, 3)
-    for b, a, _ in JOIN_AT_US:
-        tree = tree.join(b, a)
     pubs = ["B0", "B12", "J13", "J14"]
-    g = overlay(tree, pubs, ["B7", "B12", "J13", "J14"])
-    g.graph["dft_late"] = tuple((b, a) for b, a, _ in JOIN_AT_US)
+    late = tuple((b, a) for b, a, _ in JOIN_AT_US)
+    g = with_late(complete_tree(13, 3), late, pubs, ["B7", "B12", "J13", "J14"])
     events = [PublishEvent(at_us=100_000, pubend="B0", index=0, attributes={"x": 1})]
     for k, t in enumerate(range(600_000, 1_900_000, 200_000)):
         events += [
@@ -215,6 +257,7 @@ TOPOLOGIES: Final[Mapping[str, Callable[[], nx.Graph]]] = {
     "dft-slow-branch": slow_branch,
     "dft-chain6": chain6,
     "dft-tree13": tree13,
+    "dft-tree13-join": tree13_join,
     "dft-fig10-100": lambda: fig10(100),
     "dft-fig10-500": lambda: fig10(500),
 }
@@ -231,7 +274,10 @@ class DFTBinding:
 
     def __init__(self, graph: nx.Graph, config: DFTConfig, policy: Any) -> None:
         self.late: tuple[tuple[str, str], ...] = tuple(graph.graph.get("dft_late", ()))
-        gone = {b for b, _ in self.late}
+        self.joiners: dict[str, str] = dict(self.late)
+        """The brokers the world starts absent, until their ``join`` fault, and the broker
+        each joins under (world seam)."""
+        gone = set(self.joiners)
         self.tree = PrimaryTree.build(j for j in graph.graph["dft_joins"] if j[0] not in gone)
         self.config = config
         self.policy = policy
@@ -249,6 +295,11 @@ class DFTBinding:
         for b, a in self.late:
             states[b] = unjoined(b, a, self.tree, self.config, self.policy)
         return states
+
+    def join(self, broker: str, state: Role) -> Role:
+        """The world's join seam: ``broker``'s state at its join, the newcomer
+        (:func:`gapless.impl.dft.role.join`) [DFT §I, §II]."""
+        return join(state)
 
     def publish_input(self, event: PublishEvent) -> Publish:
         return Publish(pubend=event.pubend, attributes=event.attributes, size=event.size)
@@ -293,13 +344,16 @@ def check_context(
 
 def within_budget(graph: nx.Graph, active: tuple[FaultEvent, ...]) -> bool:
     """Is every (pubend host, subscriber host) pair within δ failures [DFT §II] under the
-    ``active`` faults? A late broker's absence before its join (a crash from time 0 of a
-    broker of ``graph.graph["dft_late"]``) is no failure: it is not in the system yet."""
+    ``active`` faults? A late broker's absence before its join is no failure: it is not in
+    the system yet, and the world ignores a crash of it then (a crash that stands across
+    its join counts, a conservative reading)."""
     late = {b for b, _ in graph.graph.get("dft_late", ())}
+    joined = {e.target for e in active if e.kind == "join"}
     crashed = {
         e.target
         for e in active
-        if e.kind in ("crash", "stall_broker", "fail") and not (e.target in late and e.at_us == 0)
+        if e.kind in ("crash", "stall_broker", "fail")
+        and (e.target not in late or e.target in joined)
     }
     failed = {
         frozenset(e.target.split("|")) for e in active if e.kind in ("link_fail", "stall_link")

@@ -11,7 +11,9 @@ wire summary (:class:`gapless.impl.dft.messages.DFTWire`).
 Fault kinds: link failures, subscriber disconnects (a reconnect is a new connection,
 hence a new subscription issued mid-run — during a partition, the case tags exist for
 [DFT §V-C]) and broker crashes (the world restarts the broker; it goes through full
-recovery [DFT §VIII-B], ``gapless.impl.dft.recovery``). Beyond δ failures on
+recovery [DFT §VIII-B], ``gapless.impl.dft.recovery``) and joins (a broker of the
+topology's joiners enters the system during the run [DFT §I, §II]; topology
+``dft-tree13-join``). Beyond δ failures on
 a primary sub-path the run is judged on safety alone (``out_of_budget``).
 
 Scenario: ``dft-gap-s1`` (:mod:`gapless.models.dft_scenarios`), the §I gap on Figure 1's
@@ -60,7 +62,7 @@ ENTRY: Final = ProtocolEntry(
     topologies=TOPOLOGIES,
     default_topology="dft-fig1",
     scenarios=SCENARIOS,
-    fault_kinds=("link_fail", "disconnect", "crash"),
+    fault_kinds=("link_fail", "disconnect", "crash", "join"),
     invariants=DFT_INVARIANTS,
     safety_invariants=DFT_SAFETY,
     context=check_context,

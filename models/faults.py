@@ -46,6 +46,12 @@ Fault kinds (:data:`FAULT_KINDS`), each starting at ``at_us``:
 * ``reprofile`` (:data:`PROFILE_KINDS`) — connected subscriber ``target`` changes its
   profile within its connection (the binding's optional ``reprofile`` seam picks the new
   one; ``duration_us`` is unused) [GES "Epochs"]; only protocols that list it.
+* ``join`` (:data:`JOIN_KINDS`) — broker ``target``, one of the topology's *joiners*
+  (``Targets.joiners``: in the graph, not in the system at the start), joins at ``at_us``
+  and stays (``duration_us`` is unused): the world starts it absent and, at its join, hands
+  its state to the binding's ``join`` seam, then starts it as a restart would [DFT §I, §II].
+  A schedule joins each joiner at most once: the i-th join time of a schedule takes the
+  i-th joiner of an order drawn from the schedule's seed. Only protocols that list it.
 
 >>> s = generate(FaultProfile(rates=(("crash", 1.0),)), Targets(brokers=("b1",), links=(),
 ...     subscribers=()), duration_us=10_000_000, seed=7)
@@ -71,6 +77,7 @@ __all__ = [
     "ALL_FAULT_KINDS",
     "DEFAULT_RATES",
     "FAULT_KINDS",
+    "JOIN_KINDS",
     "PERMANENT_KINDS",
     "PROFILE_KINDS",
     "SUBSCRIBER_KINDS",
@@ -110,7 +117,12 @@ RECONNECTING_KINDS: Final = ("disconnect", *SUBSCRIBER_KINDS)
 PROFILE_KINDS: Final = ("reprofile",)
 """A subscriber changing its profile within its connection; only protocols that list it."""
 
-ALL_FAULT_KINDS: Final = FAULT_KINDS + PERMANENT_KINDS + PROFILE_KINDS + SUBSCRIBER_KINDS
+JOIN_KINDS: Final = ("join",)
+"""A broker joining the system during the run (module doc); only protocols that list it."""
+
+ALL_FAULT_KINDS: Final = (
+    FAULT_KINDS + PERMANENT_KINDS + PROFILE_KINDS + SUBSCRIBER_KINDS + JOIN_KINDS
+)
 """Every fault kind a schedule may hold."""
 
 # events per simulated second for each kind under the "swarm" profile
@@ -259,11 +271,13 @@ class FaultProfile:
 @final
 @attrs.frozen(kw_only=True)
 class Targets:
-    """What faults can hit: broker names, links as ``"a|b"`` (sorted ends), subscribers."""
+    """What faults can hit: broker names, links as ``"a|b"`` (sorted ends), subscribers, and
+    the brokers that may join during the run (``joiners``, a subset of ``brokers``)."""
 
     brokers: tuple[str, ...]
     links: tuple[str, ...]
     subscribers: tuple[str, ...]
+    joiners: tuple[str, ...] = ()
 
 
 def _poisson_times(rng: random.Random, rate: float, start: int, end: int) -> list[int]:
@@ -356,14 +370,33 @@ def generate(
     events: list[FaultEvent] = []
     for kind in kinds:
         arrivals = random.Random(derive_seed(seed, kind, "arrivals"))
-        for i, at in enumerate(
-            _poisson_times(arrivals, rates[kind], profile.warmup_us, duration_us)
-        ):
+        times = _poisson_times(arrivals, rates[kind], profile.warmup_us, duration_us)
+        if kind == "join":
+            events += _joins(times, seed, targets)
+            continue
+        for i, at in enumerate(times):
             ev = _event(kind, at, derive_seed(seed, kind, i), profile, targets)
             if ev is not None:
                 events.append(ev)
     events.sort(key=lambda e: (e.at_us, e.kind, e.target, e.stream))
     return FaultSchedule(seed=seed, events=tuple(events))
+
+
+def _joins(times: list[int], seed: int, targets: Targets) -> list[FaultEvent]:
+    """The schedule's joins: the i-th of ``times`` joins the i-th joiner of an order drawn
+    from ``seed`` (each joiner at most once; times beyond the joiners are dropped)."""
+    order = list(targets.joiners)
+    random.Random(derive_seed(seed, "join", "order")).shuffle(order)
+    return [
+        FaultEvent(
+            kind="join",
+            at_us=at,
+            duration_us=0,
+            target=broker,
+            stream=derive_seed(derive_seed(seed, "join", i), "event-stream"),
+        )
+        for i, (at, broker) in enumerate(zip(times, order, strict=False))
+    ]
 
 
 _TARGET_KIND: Final = {
@@ -380,12 +413,14 @@ _TARGET_KIND: Final = {
     "move": "subscribers",
     "older_ct": "subscribers",
     "reprofile": "subscribers",
+    "join": "joiners",
 }
 
 
 def check_targets(schedule: FaultSchedule, targets: Targets) -> None:
     """Raise ``ProtocolMisuse`` naming the first event whose target is not one of ``targets``
-    (a broker, a link ``"a|b"``, a subscriber; a partition's comma-separated brokers)."""
+    (a broker, a link ``"a|b"``, a subscriber, a joiner; a partition's comma-separated
+    brokers)."""
     for index, event in enumerate(schedule.events):
         what = _TARGET_KIND[event.kind]
         allowed: tuple[str, ...] = getattr(targets, what)

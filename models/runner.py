@@ -98,11 +98,13 @@ def _targets(spec: RunSpec) -> Targets:
         brokers=brokers(g),
         links=links(g),
         subscribers=tuple(s.name for s in wl.subscriptions),
+        joiners=tuple(g.graph.get("joiners", ())),
     )
 
 
 def fault_targets(spec: RunSpec) -> Targets:
-    """What the faults of a run of ``spec`` can hit: brokers, links, subscribers."""
+    """What the faults of a run of ``spec`` can hit: brokers, links, subscribers, and the
+    brokers that join during the run (the topology's ``graph.graph["joiners"]``, if any)."""
     return _targets(spec)
 
 

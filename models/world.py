@@ -30,6 +30,17 @@ neighbours ``LinkChanged(up=False)``; a restart feeds ``Restart``, then ``LinkCh
 each neighbour, then reconnects the hosted subscribers as *new* connections [GD §2.3]. Links
 also report their status periodically (``status_period_us``).
 
+Joins (optional): a binding with ``joiners`` (a mapping: broker of the graph -> the broker it
+joins by a link, its *attach point*) and the hook ``join(broker, state) -> state`` has those
+brokers start *absent* — not booted, unreachable, hosting no connection, publishing nothing,
+a crash or restart of them ignored — until a ``join`` fault (:mod:`gapless.models.faults`)
+names them: the world hands the held state to ``join`` and starts the broker as a restart
+does (``Restart``, then ``LinkChanged`` both ways, then its subscribers connect). A newcomer
+joins by a link to a broker already there [DFT §II]: while the attach point is down or that
+link has failed, the join waits (:attr:`World.joining`) and happens as soon as both are up.
+A join is never undone (it stays among the active faults, like a ``fail``, and has no end
+phase).
+
 Roaming: a binding with the optional hook ``roam(subscriber, connection, alive) -> broker``
 chooses the broker each (re)connection of a subscriber attaches to, among the brokers alive
 then (``alive``, sorted); the world keeps each subscriber's current broker in
@@ -237,6 +248,13 @@ class World:
         """Each subscriber's current broker (its SHB unless the binding lets it roam)."""
         self.failed: set[str] = set()
         """Brokers that failed forever (``fail`` faults): never restarted."""
+        self._joiners: dict[str, str] = dict(getattr(binding, "joiners", {}))
+        self.unjoined: set[str] = set(self._joiners)
+        """Brokers not in the system yet: absent until their ``join`` fault (module doc)."""
+        self.joining: set[str] = set()
+        """Brokers whose ``join`` fault came while their attach point was unreachable."""
+        for name in self.unjoined:
+            self.nodes[name].alive = False
         self._roam: Callable[[str, int, tuple[str, ...]], str] | None = getattr(
             binding, "roam", None
         )
@@ -583,7 +601,7 @@ class World:
 
     def _restart(self, name: str) -> None:
         node = self.nodes[name]
-        if node.alive or name in self.failed:
+        if node.alive or name in self.failed or name in self.unjoined:
             return
         node.alive = True
         self._input(node, Restart())
@@ -656,7 +674,7 @@ class World:
             if index in self.active:
                 return
             self.active[index] = True
-        elif not self.active.get(index):
+        elif not self.active.get(index) or k == "join":  # a join has no end
             return
         where = self.host[tgt] if k in _SUB_KINDS else tgt.split("|")[0].split(",")[0]
         self._rec(where, "fault", Fault(kind=k, target=tgt, phase=phase))
@@ -717,6 +735,10 @@ class World:
         elif k == "partition":
             for ln in self._crossing(tgt):
                 (self._link_down if phase == "start" else self._link_heal)(ln)
+        elif k == "join":
+            self._join(tgt)
+        for name in sorted(self.joining):  # a heal or restart may let a waiting join in
+            self._join(name)
         if phase == "end":
             self.active[index] = k == "fail"  # a broker that failed forever stays failed
         elif phase == "fail":
@@ -724,12 +746,29 @@ class World:
         if self.fault_hook is not None:
             self.fault_hook(self.active_faults())
 
+    def _join(self, name: str) -> None:
+        """A ``join`` fault: broker ``name`` enters the system (module doc, "Joins")."""
+        if name not in self.unjoined:
+            return
+        to = self._joiners[name]
+        link = self.links.get(link_name(name, to))
+        if not self.nodes[to].alive or (link is not None and link.down):
+            self.joining.add(name)  # it joins when its attach point is reachable
+            return
+        self.unjoined.discard(name)
+        self.joining.discard(name)
+        node = self.nodes[name]
+        node.state = self.binding.join(name, node.state)  # type: ignore[attr-defined]
+        self._restart(name)
+
     def active_faults(self) -> tuple[FaultEvent, ...]:
         """The fault events active now, in schedule order."""
         return tuple(self.fault_events[i] for i in sorted(i for i, on in self.active.items() if on))
 
     def _end_phase_of(self, index: int) -> list[tuple[int, str]]:
         ev = self.fault_events[index]
+        if ev.kind == "join":
+            return []
         if ev.kind in ("stall_broker", "stall_link"):
             return [(ev.at_us + ev.stall_us, "fail"), (ev.end_us, "end")]
         return [(ev.end_us, "end")]
@@ -745,6 +784,11 @@ class World:
             raise ProtocolMisuse(f"World: fault {ev.kind} targets unknown link {ev.target!r}")
         if ev.kind in _SUB_KINDS and ev.target not in self.subs:
             raise ProtocolMisuse(f"World: fault {ev.kind} targets unknown subscriber {ev.target!r}")
+        if ev.kind == "join" and ev.target not in self._joiners:
+            allowed = ", ".join(sorted(self._joiners)) or "none (the binding names no joiners)"
+            raise ProtocolMisuse(
+                f"World: join targets {ev.target!r}, not a joiner; allowed: {allowed}"
+            )
         if ev.kind == "partition":
             bad = [n for n in ev.target.split(",") if n not in self.nodes]
             if bad:
@@ -757,8 +801,9 @@ class World:
             self._validate_event(ev)
         self._started = True
         self._duration = duration_us
-        for name in sorted(self.nodes):  # boot every node at time 0
-            self._input(self.nodes[name], Restart())
+        for name in sorted(self.nodes):  # boot every node at time 0 (a joiner at its join)
+            if name not in self.unjoined:
+                self._input(self.nodes[name], Restart())
         for sub in sorted(self.subs):
             if self.subs[sub].arrives_us > 0:  # a scripted subscriber that arrives later
                 self._push(self.subs[sub].arrives_us, _CONNECT, sub)

@@ -33,9 +33,10 @@ session is active and B becomes J's sync-point. A report about J that came befor
 of J was ignored (J was outside the neighbourhood); the notification replaces it.
 
 *A broker that has not joined yet* (:class:`Unjoined`) is how the world runs a join: the
-broker is in the world's graph from the start, absent (a crash, for the world and the
-invariants) until the join; the restart that ends that absence is the join — it becomes
-:func:`new_joiner`'s state and announces itself. Before, it ignores every input.
+broker is in the world's graph from the start, absent until its ``join`` fault; there the
+binding's ``join`` seam (:func:`gapless.impl.dft.role.join`) makes it
+:func:`new_joiner`'s state, and the world starts it as it restarts a broker — at that
+``Restart`` it announces itself. Before, it ignores every input.
 
 Our additions (``spec/dft.md``, "Joins during a run"): the flood of the news beyond the
 Δ-neighbourhood (our roles read every path from the tree), and the repetition at syncs.
@@ -86,15 +87,13 @@ def new_joiner(
 @attrs.frozen(kw_only=True)
 class Unjoined:
     """Broker ``me``, to join ``tree`` by a primary link to ``attach_to``, not there yet
-    (see the module doc): ``absent`` once the world has taken it out (its join is the
-    restart that follows)."""
+    (see the module doc)."""
 
     me: str
     attach_to: str
     tree: PrimaryTree
     config: DFTConfig
     policy: DFTPolicy
-    absent: bool = False
 
     def joined(self) -> BrokerState:
         """The newcomer's state at its join."""

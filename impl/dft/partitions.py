@@ -130,7 +130,24 @@ def confirmation_tags(state: BrokerState, sub: SubMsg) -> frozenset[Pid]:
     return frozenset(p for p in state.pt if p.detector == me and not spath.intersection(p.pnodes))
 
 
+_NO_TAGS: frozenset[Pid] = frozenset()
+_TAGS_MAX = 65536
+_tags_memo: dict[tuple[int, str], tuple[object, object, frozenset[Pid]]] = {}
+
+
 def publication_tags(state: BrokerState, source: str) -> frozenset[Pid]:
-    """The known pids ``source`` is on or beyond [Figure 8 lines 11-12]."""
-    tree = state.tree
-    return frozenset(p for p in state.pt if tree.on_or_beyond(p.detector, p.pnodes, source))
+    """The known pids ``source`` is on or beyond [Figure 8 lines 11-12]. Asked for every
+    publication a broker processes: an empty table answers at once, and the answer is
+    memoised by the identity of the (immutable) table and tree — invisible, the same
+    answers (iterating a ``PSet`` walks its hash buckets in Python)."""
+    pt, tree = state.pt, state.tree
+    if not pt:
+        return _NO_TAGS
+    hit = _tags_memo.get((id(pt), source))
+    if hit is not None and hit[0] is pt and hit[1] is tree:
+        return hit[2]
+    tags = frozenset(p for p in pt if tree.on_or_beyond(p.detector, p.pnodes, source))
+    if len(_tags_memo) >= _TAGS_MAX:
+        _tags_memo.clear()
+    _tags_memo[(id(pt), source)] = (pt, tree, tags)
+    return tags

@@ -46,13 +46,13 @@ from collections.abc import Iterable
 from typing import Any
 
 import attrs
-from pyrsistent import PMap, pmap, pvector
+from pyrsistent import PMap, PVector, pmap, pvector
 
 from gapless.impl.dft.messages import PubConfirm, PubMsg
 from gapless.impl.dft.partitions import publication_tags
 from gapless.impl.dft.routing import legitimate, route
 from gapless.impl.dft.seqvec import extend, is_duplicate, low_water, observe
-from gapless.impl.dft.state import BrokerState, QueuedPub
+from gapless.impl.dft.state import BrokerState, QueuedPub, evolve
 from gapless.impl.effects import Deliver, Effect, Send
 from gapless.impl.filters import parse_filter
 from gapless.impl.inputs import Publish
@@ -75,7 +75,15 @@ def _outgoing(state: BrokerState, q: QueuedPub, to: str, low: int) -> Send:
         lambda y: tree.distance(y, to),
         state.policy.dseq(state.config),
     )
-    msg = attrs.evolve(q.msg, trail=(*q.msg.trail, state.me), seqvec=vec)
+    m = q.msg  # built directly: attrs.evolve's per-call field lookup is the hot path's cost
+    msg = PubMsg(
+        source=m.source,
+        number=m.number,
+        attributes=m.attributes,
+        trail=(*m.trail, state.me),
+        seqvec=vec,
+        tags=m.tags,
+    )
     return Send(to=to, msg=msg)
 
 
@@ -83,9 +91,9 @@ def on_publish(state: BrokerState, inp: Publish) -> Step:
     """A local publisher's publication: numbered, then processed like an arrival."""
     number = state.published + 1
     msg = PubMsg(source=state.me, number=number, attributes=inp.attributes)
-    state = attrs.evolve(state, published=number)
+    state = evolve(state, published=number)
     if not state.restored:
-        return attrs.evolve(state, held=state.held.append((None, msg))), ()
+        return evolve(state, held=state.held.append((None, msg))), ()
     return _process(state, None, msg)
 
 
@@ -93,14 +101,13 @@ def on_pub(state: BrokerState, sender: str, msg: PubMsg) -> Step:
     """OnPubReceive (lines 1-18). A restarted broker whose full recovery is not over holds
     the publication until it is (its SRT is still being rebuilt) [DFT §VIII-B]."""
     if not state.restored:
-        return attrs.evolve(state, held=state.held.append((sender, msg))), ()
+        return evolve(state, held=state.held.append((sender, msg))), ()
     if is_duplicate(state.seen, msg.seqvec):
         i = _find(state.queue, msg.key)
         if i is not None:
             return _another_copy(state, i, state.queue[i], sender, msg)
         return state, (Send(to=sender, msg=PubConfirm(key=msg.key)),)
-    state = attrs.evolve(state, seen=observe(state.seen, msg.seqvec))
-    return _process(state, sender, msg)
+    return _process(state, sender, msg, seen=observe(state.seen, msg.seqvec))
 
 
 def replay(state: BrokerState, sender: str | None, msg: PubMsg) -> Step:
@@ -125,7 +132,7 @@ def _another_copy(state: BrokerState, i: int, q: QueuedPub, sender: str, msg: Pu
     q = attrs.evolve(q, senders=q.senders | {sender})
     waiting = [h for h in q.hops if h not in state.fwd]
     if not waiting or msg.trail == q.msg.trail:
-        return attrs.evolve(state, queue=state.queue.set(i, q)), ()
+        return evolve(state, queue=_replaced(state.queue, i, q)), ()
     stamps = {y: (n, low) for y, n, low in (*q.msg.seqvec, *msg.seqvec)}
     near = sorted(stamps, key=lambda y: -state.tree.distance(y, state.me))
     vec = tuple((y, *stamps[y]) for y in near)
@@ -133,7 +140,7 @@ def _another_copy(state: BrokerState, i: int, q: QueuedPub, sender: str, msg: Pu
     targets = {z for h in waiting for z in q.hops[h]}
     base = pmap({h: zs for h, zs in q.hops.items() if h in state.fwd})
     q, sends = _assign(state, q, targets, base, list(state.queue)[:i])
-    return attrs.evolve(state, queue=state.queue.set(i, q)), tuple(sends)
+    return evolve(state, queue=_replaced(state.queue, i, q)), tuple(sends)
 
 
 def _local_deliveries(state: BrokerState, msg: PubMsg, sid: str) -> Step:
@@ -148,7 +155,7 @@ def _local_deliveries(state: BrokerState, msg: PubMsg, sid: str) -> Step:
     if msg.number <= state.excluded.get(key, 0):
         return state, ()
     if state.policy.check_tags_on_delivery and state.srt[sid].conf_tags & msg.tags:
-        return attrs.evolve(state, excluded=state.excluded.set(key, msg.number)), ()
+        return evolve(state, excluded=state.excluded.set(key, msg.number)), ()
     sub, conn = who
     return state, (
         Deliver(
@@ -161,13 +168,23 @@ def _local_deliveries(state: BrokerState, msg: PubMsg, sid: str) -> Step:
     )
 
 
-def _process(state: BrokerState, sender: str | None, msg: PubMsg, stamp: int | None = None) -> Step:
+def _process(
+    state: BrokerState,
+    sender: str | None,
+    msg: PubMsg,
+    stamp: int | None = None,
+    seen: PMap[tuple[str, int], Any] | None = None,
+) -> Step:
     """Lines 9-18: queue, tag, match, deliver locally, route; stamped with the next stamp,
-    or ``stamp`` for a publication of this broker's re-sent after a restart. Matching reads
-    the SRT through its index (:func:`_srt_index`): each distinct filter is evaluated once,
-    and the sources towards which p travels are read per neighbour, not per entry."""
+    or ``stamp`` for a publication of this broker's re-sent after a restart; ``seen``, the
+    sequence vectors after this copy (OnPubReceive's), is written with the rest of the
+    step. Matching reads the SRT through its index (:func:`_srt_index`): each distinct
+    filter is evaluated once, and the sources towards which p travels are read per
+    neighbour, not per entry."""
     me = state.me
-    msg = attrs.evolve(msg, tags=msg.tags | publication_tags(state, msg.source))
+    tags = publication_tags(state, msg.source)
+    if not tags <= msg.tags:
+        msg = attrs.evolve(msg, tags=msg.tags | tags)
     effects: list[Effect] = []
     targets: set[str] = set()
     back = None if msg.source == me else state.tree.next_hop(me, msg.source)
@@ -182,16 +199,18 @@ def _process(state: BrokerState, sender: str | None, msg: PubMsg, stamp: int | N
     for sid in sorted(hit_locals):
         state, local_effects = _local_deliveries(state, msg, sid)
         effects += local_effects
+    changes: dict[str, Any] = {} if seen is None else {"seen": seen}
     if stamp is None:
-        stamp = state.stamp + 1
-        state = attrs.evolve(state, stamp=stamp)
+        stamp = changes["stamp"] = state.stamp + 1
     senders = frozenset() if sender is None else frozenset({sender})
     q = QueuedPub(msg=msg, stamp=stamp, senders=senders, hops=pmap())
-    q, sends = _assign(state, q, targets, pmap(), state.queue)
+    q, sends = _assign(state, q, targets, pmap(), state.queue, changes.get("stamp"))
     effects += sends
     if not q.hops:
+        if changes:
+            state = evolve(state, **changes)
         return state, (*effects, *_confirm(q))
-    return attrs.evolve(state, queue=state.queue.append(q)), tuple(effects)
+    return evolve(state, queue=_appended(state.queue, q), **changes), tuple(effects)
 
 
 #: Per filter: its text, the local subscriptions' ids, and per neighbour of the broker the
@@ -237,11 +256,30 @@ def _held(state: BrokerState, older: Iterable[QueuedPub], source: str) -> dict[s
     fwd = state.fwd
     for o in older:
         if o.msg.source == source:
-            for h, zs in o.hops.items():
+            for h, zs in _hop_items(o):
                 if h not in fwd:
                     for z in zs:
                         held.setdefault(z, h)
     return held
+
+
+_ITEMS_MAX = 1 << 18
+_items_memo: dict[int, tuple[QueuedPub, tuple[tuple[str, frozenset[str]], ...]]] = {}
+
+
+def _hop_items(q: QueuedPub) -> tuple[tuple[str, frozenset[str]], ...]:
+    """``q.hops.items()`` in its iteration order, memoised by the (immutable) entry's
+    identity: :func:`_held` reads every older entry of a source for every publication of
+    it, and a long-waiting entry is read thousands of times (iterating a ``PMap`` walks its
+    hash buckets in Python)."""
+    hit = _items_memo.get(id(q))
+    if hit is not None and hit[0] is q:
+        return hit[1]
+    items = tuple(q.hops.items())
+    if len(_items_memo) >= _ITEMS_MAX:
+        _items_memo.clear()
+    _items_memo[id(q)] = (q, items)
+    return items
 
 
 def _assign(
@@ -250,6 +288,7 @@ def _assign(
     targets: Iterable[str],
     base: Hops,
     older: Iterable[QueuedPub],
+    counter: int | None = None,
 ) -> tuple[QueuedPub, list[Effect]]:
     """Out_p for ``targets`` (subscription sources), on top of ``base`` (hops ``q`` was
     already sent to over a live session): each source gets the active session towards it
@@ -258,7 +297,8 @@ def _assign(
     waits for a target, ``q`` waits with it (per-source FIFO per target). When the
     neighbour towards a source is itself a usable session, that is the route
     (:func:`~gapless.impl.dft.routing.route`), legitimate or not alike for every source
-    behind it: decided once per neighbour."""
+    behind it: decided once per neighbour. ``counter``: the broker's stamp counter when the
+    caller has drawn ``q``'s stamp and not yet written it to ``state``."""
     tree, me, fwd = state.tree, state.me, state.fwd
     trail, delta = q.msg.trail, state.config.delta
     hops: dict[str, frozenset[str]] = dict(base)
@@ -284,7 +324,8 @@ def _assign(
                 continue
         elif r in fwd and r not in hops:
             if low is None:
-                low = low_water(q.stamp, (o.stamp for o in state.queue), state.stamp)
+                current = state.stamp if counter is None else counter
+                low = low_water(q.stamp, _columns(state.queue)[1], current)
             sends.append(_outgoing(state, q, r, low))
         if r not in grown:
             grown[r] = set(hops.get(r, ()))
@@ -292,7 +333,7 @@ def _assign(
         grown[r].add(z)
     for r, zs in grown.items():
         hops[r] = frozenset(zs)
-    return attrs.evolve(q, hops=pmap(hops)), sends
+    return QueuedPub(msg=q.msg, stamp=q.stamp, senders=q.senders, hops=pmap(hops)), sends
 
 
 def _waiting_hop(state: BrokerState, old: Hops, z: str) -> str | None:
@@ -312,19 +353,72 @@ def _confirm(q: QueuedPub) -> tuple[Effect, ...]:
     return tuple(Send(to=x, msg=PubConfirm(key=q.msg.key)) for x in sorted(q.senders))
 
 
-def _find(queue: Iterable[QueuedPub], key: tuple[str, int]) -> int | None:
-    """The index of the first entry of publication ``key`` in ``queue``, if any. Compared
-    field by field, number first: the queue of a broker before a barrier grows with every
-    publication that waits there, and this runs for every confirmation."""
+def _find(queue: PVector[QueuedPub], key: tuple[str, int]) -> int | None:
+    """The index of the first entry of publication ``key`` in ``queue``, if any: the queue
+    of a broker before a barrier grows with every publication that waits there, and this
+    runs for every confirmation, so the keys are searched as one tuple
+    (:func:`_columns`)."""
     probe: Any = key  # from the network: a malformed key matches nothing, never raises
-    if not (isinstance(probe, tuple) and len(probe) == 2):
-        return next((i for i, q in enumerate(queue) if q.msg.key == probe), None)
-    source, number = probe
-    for i, q in enumerate(queue):
-        m = q.msg
-        if m.number == number and m.source == source:
-            return i
-    return None
+    try:
+        return _columns(queue)[0].index(probe)
+    except ValueError:
+        return None
+
+
+#: Per queue (by identity, checked): its entries' keys and stamps, in queue order.
+_QUEUE_MAX = 8192
+_queue_memo: dict[int, tuple[PVector[QueuedPub], tuple[Any, ...], tuple[int, ...]]] = {}
+
+
+def _columns(queue: PVector[QueuedPub]) -> tuple[tuple[Any, ...], tuple[int, ...]]:
+    """``queue``'s keys and stamps, memoised by the (immutable) queue's identity and
+    carried over (:func:`_appended`, :func:`_replaced`, :func:`_deleted`) to the queue a
+    step derives from it: invisible (the same answers), and a search of a long queue is a
+    C-level ``tuple.index`` or ``min``."""
+    hit = _queue_memo.get(id(queue))
+    if hit is not None and hit[0] is queue:
+        return hit[1], hit[2]
+    keys = tuple(q.msg.key for q in queue)
+    stamps = tuple(q.stamp for q in queue)
+    _remember(queue, keys, stamps)
+    return keys, stamps
+
+
+def _remember(queue: PVector[QueuedPub], keys: tuple[Any, ...], stamps: tuple[int, ...]) -> None:
+    if len(_queue_memo) >= _QUEUE_MAX:
+        _queue_memo.clear()
+    _queue_memo[id(queue)] = (queue, keys, stamps)
+
+
+def _carried(old: PVector[QueuedPub], new: PVector[QueuedPub], keys: Any, stamps: Any) -> None:
+    """``new``, derived from ``old`` by one step, gets ``keys`` and ``stamps`` as its
+    columns; ``old``'s are forgotten (superseded)."""
+    _queue_memo.pop(id(old), None)
+    _remember(new, keys, stamps)
+
+
+def _appended(old: PVector[QueuedPub], q: QueuedPub) -> PVector[QueuedPub]:
+    """``old`` with ``q`` appended, its columns carried over (:func:`_columns`)."""
+    keys, stamps = _columns(old)
+    new = old.append(q)
+    _carried(old, new, (*keys, q.msg.key), (*stamps, q.stamp))
+    return new
+
+
+def _replaced(old: PVector[QueuedPub], i: int, q: QueuedPub) -> PVector[QueuedPub]:
+    """``old`` with entry ``i`` replaced by ``q`` (the same publication and stamp)."""
+    keys, stamps = _columns(old)
+    new = old.set(i, q)
+    _carried(old, new, keys, stamps)
+    return new
+
+
+def _deleted(old: PVector[QueuedPub], i: int) -> PVector[QueuedPub]:
+    """``old`` without entry ``i``."""
+    keys, stamps = _columns(old)
+    new = old.delete(i)
+    _carried(old, new, keys[:i] + keys[i + 1 :], stamps[:i] + stamps[i + 1 :])
+    return new
 
 
 def on_pub_confirm(state: BrokerState, sender: str, msg: PubConfirm) -> Step:
@@ -335,10 +429,10 @@ def on_pub_confirm(state: BrokerState, sender: str, msg: PubConfirm) -> Step:
     q = state.queue[i]
     if sender not in q.hops:
         return state, ()
-    q = attrs.evolve(q, hops=q.hops.remove(sender))
+    q = QueuedPub(msg=q.msg, stamp=q.stamp, senders=q.senders, hops=q.hops.remove(sender))
     if q.hops:
-        return attrs.evolve(state, queue=state.queue.set(i, q)), ()
-    return attrs.evolve(state, queue=state.queue.delete(i)), _confirm(q)
+        return evolve(state, queue=_replaced(state.queue, i, q)), ()
+    return evolve(state, queue=_deleted(state.queue, i)), _confirm(q)
 
 
 def reroute(state: BrokerState, before: frozenset[str]) -> Step:
@@ -365,4 +459,4 @@ def reroute(state: BrokerState, before: frozenset[str]) -> Step:
             effects += _confirm(q2)
     if not changed:
         return state, ()
-    return attrs.evolve(state, queue=pvector(kept)), tuple(effects)
+    return evolve(state, queue=pvector(kept)), tuple(effects)

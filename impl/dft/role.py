@@ -9,11 +9,12 @@ state's type, so a binding, a test loop or a campaign selects the baseline like 
 variant, by its policy [DFT §I].
 
 Joins during a run [DFT §I, §II] (:mod:`gapless.impl.dft.joins`): :func:`new_joiner` is the
-newcomer's state; :func:`handle` routes an :class:`~gapless.impl.dft.arrivals.Arrival` to
-:func:`gapless.impl.dft.joins.on_arrival` and has a newcomer announce itself at its start
-(``Restart``). A message naming a broker this broker does not know (news of a join not yet
-arrived) is a ``Rejected`` effect, never an exception. The naive baseline does not model
-joins.
+newcomer's state; :func:`join` turns a broker that has not joined yet
+(:class:`~gapless.impl.dft.joins.Unjoined`) into it at its join; :func:`handle` routes an
+:class:`~gapless.impl.dft.arrivals.Arrival` to :func:`gapless.impl.dft.joins.on_arrival` and
+has a newcomer announce itself at its start (``Restart``). A message naming a broker this
+broker does not know (news of a join not yet arrived) is a ``Rejected`` effect, never an
+exception. The naive baseline does not model joins.
 """
 
 from __future__ import annotations
@@ -32,7 +33,16 @@ from gapless.impl.effects import Effect, Rejected
 from gapless.impl.errors import ProtocolMisuse
 from gapless.impl.inputs import Input, Receive, Restart
 
-__all__ = ["Role", "Unjoined", "crash", "handle", "new_joiner", "new_role", "unjoined"]
+__all__ = [
+    "Role",
+    "Unjoined",
+    "crash",
+    "handle",
+    "join",
+    "new_joiner",
+    "new_role",
+    "unjoined",
+]
 
 Role = BrokerState | NaiveState | Unjoined
 
@@ -71,12 +81,25 @@ def unjoined(
     config: DFTConfig | None = None,
     policy: DFTPolicy = PAPER_POLICY,
 ) -> Role:
-    """Broker ``me``, to join ``tree`` under ``attach_to`` when the world first restarts it
-    after taking it out (:class:`~gapless.impl.dft.joins.Unjoined`); checked now."""
+    """Broker ``me``, to join ``tree`` under ``attach_to`` at its :func:`join`
+    (:class:`~gapless.impl.dft.joins.Unjoined`); checked now."""
     new_joiner(me, attach_to, tree, (), config, policy)
     return Unjoined(
         me=me, attach_to=attach_to, tree=tree, config=config or DFTConfig(), policy=policy
     )
+
+
+def join(state: Role) -> Role:
+    """The newcomer a broker that had not joined becomes at its join [DFT §I, §II]; it
+    announces itself at the ``Restart`` that follows. Anything but an
+    :class:`~gapless.impl.dft.joins.Unjoined` state is a caller's misuse
+    (:class:`~gapless.impl.errors.ProtocolMisuse`)."""
+    if not isinstance(state, Unjoined):
+        raise ProtocolMisuse(
+            f"join: a {type(state).__name__} is in the system already; allowed: a broker "
+            "that has not joined yet (Unjoined, from unjoined())"
+        )
+    return state.joined()
 
 
 def _unknown(state: BrokerState, inp: Receive) -> str | None:
@@ -113,9 +136,7 @@ def handle(state: Role, inp: Input, now: int) -> tuple[Role, tuple[Effect, ...]]
     """One step of either broker kind."""
     if isinstance(state, NaiveState):
         return naive.handle(state, inp, now)
-    if isinstance(state, Unjoined):
-        if isinstance(inp, Restart) and state.absent:
-            return _handle_dft(state.joined(), inp, now)
+    if isinstance(state, Unjoined):  # not in the system yet: nothing reaches it
         return state, ()
     return _handle_dft(state, inp, now)
 
@@ -125,6 +146,6 @@ def crash(state: Role) -> Role:
     if isinstance(state, NaiveState):
         return naive.new_naive(state.me, state.tree, reachable=False)
     if isinstance(state, Unjoined):
-        return attrs.evolve(state, absent=True)
+        return state
     after = broker.crash(state)
     return attrs.evolve(after, arrivals=state.arrivals) if state.arrivals else after

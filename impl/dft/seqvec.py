@@ -83,10 +83,16 @@ def low_water(stamp: int, queued: Iterable[int], current: int) -> int:
     """The low-water mark a broker whose counter is at ``current`` sends with a copy of its
     entry ``stamp``: the lowest of ``stamp`` and the ``queued`` stamps (its queue) of the
     same epoch. A stamp of an earlier life (an own publication re-sent after a restart)
-    claims nothing: copies of that life's other entries may still be under way."""
+    claims nothing: copies of that life's other entries may still be under way. A tuple of
+    stamps all of one epoch is answered by C-level ``min`` (a long queue's case)."""
     e = epoch(stamp)
     if e != epoch(current):
         return e << EPOCH_BITS
+    if isinstance(queued, tuple) and queued:
+        lo: int = min(queued)
+        hi: int = max(queued)  # epochs grow with stamps: one epoch when both ends share it
+        if epoch(lo) == e == epoch(hi):
+            return min(stamp, lo)
     return min(stamp, min((n for n in queued if epoch(n) == e), default=stamp))
 
 
@@ -122,6 +128,9 @@ def observe(seen: PMap[tuple[str, int], Seen], vec: SeqVec) -> PMap[tuple[str, i
         key = (y, epoch(n))
         s = seen.get(key, _NONE)
         mark = max(s.low, min(low, n) - 1)
+        if n == mark + 1 and not s.above:  # the common case, in order: it folds at once
+            seen = seen.set(key, Seen(low=n))
+            continue
         above = {m for m in s.above if m > mark}
         above.add(n)
         while mark + 1 in above:

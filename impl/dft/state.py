@@ -41,7 +41,7 @@ One frozen value per broker [DFT §II-VIII]; the handlers in
 
 from __future__ import annotations
 
-from typing import final
+from typing import Any, Final, final
 
 import attrs
 from pyrsistent import PMap, PSet, PVector, pmap, pset, pvector
@@ -51,7 +51,15 @@ from gapless.impl.dft.messages import Pid, PubMsg, SubMsg
 from gapless.impl.dft.seqvec import Seen
 from gapless.impl.dft.tree import PrimaryTree
 
-__all__ = ["Accepted", "BrokerState", "PendingSub", "QueuedPub", "SyncState", "new_broker"]
+__all__ = [
+    "Accepted",
+    "BrokerState",
+    "PendingSub",
+    "QueuedPub",
+    "SyncState",
+    "evolve",
+    "new_broker",
+]
 
 
 @final
@@ -168,3 +176,24 @@ def new_broker(
         active=act,
         fwd=act,
     )
+
+
+_FIELDS: Final = tuple(a.name for a in attrs.fields(BrokerState))
+_KNOWN: Final = frozenset(_FIELDS)
+_set = object.__setattr__
+
+
+def evolve(state: BrokerState, **changes: Any) -> BrokerState:
+    """``attrs.evolve(state, **changes)`` for the forwarding hot path, about twice as fast:
+    :class:`BrokerState` has no converters, validators or post-init hook
+    (``tests/dft/test_dft6_perf.py`` checks), so its slots copied with ``changes`` written
+    over them are the same value. An unknown field is a ``TypeError``, as for attrs."""
+    if not _KNOWN.issuperset(changes):
+        unknown = ", ".join(sorted(set(changes) - _KNOWN))
+        raise TypeError(f"evolve: BrokerState has no field(s) {unknown}")
+    new = object.__new__(BrokerState)
+    for name in _FIELDS:
+        _set(new, name, getattr(state, name))
+    for name, value in changes.items():
+        _set(new, name, value)
+    return new

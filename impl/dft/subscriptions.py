@@ -38,7 +38,7 @@ import attrs
 from gapless.impl.dft.messages import Pid, SubConfirm, SubMsg
 from gapless.impl.dft.partitions import confirmation_tags, subscription_tags
 from gapless.impl.dft.routing import downstream, legitimate
-from gapless.impl.dft.state import Accepted, BrokerState, PendingSub
+from gapless.impl.dft.state import Accepted, BrokerState, PendingSub, evolve
 from gapless.impl.effects import Effect, Persist, Send
 
 __all__ = ["on_sub", "on_sub_confirm", "onward", "reroute", "send_sub"]
@@ -59,7 +59,7 @@ def _check_sub_tags(state: BrokerState, sender: str | None, sub: SubMsg) -> Step
         return None
     if sub.sid in state.srt:
         return state, ()
-    state = attrs.evolve(state, srt=state.srt.set(sub.sid, Accepted(sub=sub)))
+    state = evolve(state, srt=state.srt.set(sub.sid, Accepted(sub=sub)))
     return state, _island_copies(state, sub, mine, skip=sender)
 
 
@@ -89,7 +89,7 @@ def on_sub(state: BrokerState, sender: str | None, sub: SubMsg) -> Step:
         if sender is None:
             return state, ()
         p = state.pending[sid]
-        return attrs.evolve(
+        return evolve(
             state, pending=state.pending.set(sid, attrs.evolve(p, senders=p.senders | {sender}))
         ), ()
     if sid in state.srt and (sub.island or state.srt[sid].full):
@@ -101,7 +101,7 @@ def on_sub(state: BrokerState, sender: str | None, sub: SubMsg) -> Step:
     if not outs:
         return _accept(state, sub, senders, frozenset())
     pending = PendingSub(sub=sub, outs=outs, senders=senders)
-    state = attrs.evolve(
+    state = evolve(
         state,
         pending=state.pending.set(sid, pending),
         pending_order=state.pending_order.append(sid),
@@ -118,12 +118,12 @@ def on_sub_confirm(state: BrokerState, sender: str, msg: SubConfirm) -> Step:
     tags = p.conf_tags | msg.tags
     if outs and state.policy.wait_for_all_confirmations:
         p = attrs.evolve(p, outs=outs, conf_tags=tags)
-        return attrs.evolve(state, pending=state.pending.set(msg.sid, p)), ()
+        return evolve(state, pending=state.pending.set(msg.sid, p)), ()
     return _accept(_unpend(state, msg.sid), p.sub, p.senders, tags)
 
 
 def _unpend(state: BrokerState, sid: str) -> BrokerState:
-    return attrs.evolve(
+    return evolve(
         state,
         pending=state.pending.remove(sid),
         pending_order=state.pending_order.remove(sid),
@@ -135,7 +135,7 @@ def _accept(
 ) -> Step:
     """AcceptAndConfirm (lines 27-37)."""
     tags = gathered | confirmation_tags(state, sub)
-    state = attrs.evolve(state, srt=state.srt.set(sub.sid, Accepted(sub=sub, conf_tags=tags)))
+    state = evolve(state, srt=state.srt.set(sub.sid, Accepted(sub=sub, conf_tags=tags)))
     effects = list(_island_copies(state, sub, sorted(sub.tags), skip=None))
     if sub.sid in state.local:
         effects.append(Persist(key=("accepted", sub.sid), value=tags))
@@ -162,7 +162,7 @@ def reroute(state: BrokerState, gained: frozenset[str]) -> Step:
         effects += [send_sub(state, p.sub, x) for x in sorted(added)]
         if outs:
             p = attrs.evolve(p, outs=outs)
-            state = attrs.evolve(state, pending=state.pending.set(sid, p))
+            state = evolve(state, pending=state.pending.set(sid, p))
         else:
             state, more = _accept(_unpend(state, sid), p.sub, p.senders, p.conf_tags)
             effects += more

@@ -3,6 +3,7 @@ gapped naive run is caught from its file; cut or edited files are refused."""
 
 from __future__ import annotations
 
+import hashlib
 import json
 from pathlib import Path
 
@@ -64,7 +65,42 @@ def test_cut_or_edited_files_are_refused(tmp_path: Path) -> None:
         read_dft_trace(cut, matches=reference_matcher())
     edited = tmp_path / "edited.jsonl"
     edited.write_text("\n".join([lines[0], *lines[2:]]) + "\n")
-    with pytest.raises(TraceFileError, match="sha256"):
+    with pytest.raises(TraceFileError, match="records, the file holds"):
         read_dft_trace(edited, matches=reference_matcher())
+    changed = tmp_path / "changed.jsonl"
+    changed.write_text(
+        "\n".join([lines[0], lines[1].replace('"time":', '"time": '), *lines[2:]]) + "\n"
+    )
+    with pytest.raises(TraceFileError, match="sha256"):
+        read_dft_trace(changed, matches=reference_matcher())
     with pytest.raises(ValueError, match="unknown invariant"):
         trace_check(path, ("liveness",), matches=reference_matcher())
+
+
+def _old_layout(lines: list[str]) -> list[str]:
+    """``lines`` (header, records, end) as the DFT writer laid them out before it used the
+    shared envelope (dft6): ``json.dumps(..., sort_keys=True)``'s ``", "`` and ``": "``
+    separators, the end record over those lines."""
+    body = [json.dumps(json.loads(line), sort_keys=True) for line in lines[:-1]]
+    digest = hashlib.sha256()
+    for line in body:
+        digest.update(line.encode("utf-8") + b"\n")
+    return [*body, json.dumps({"end": {"records": len(body) - 1, "sha256": digest.hexdigest()}})]
+
+
+def test_a_file_written_before_the_shared_envelope_still_reads(tmp_path: Path) -> None:
+    path, _ = _write(tmp_path, "naive")
+    new = path.read_text().splitlines()
+    old = tmp_path / "old.jsonl"
+    old.write_text("\n".join(_old_layout(new)) + "\n")
+    assert old.read_text() != path.read_text()  # another layout, the same records
+    was, now = (
+        read_dft_trace(old, matches=reference_matcher()),
+        read_dft_trace(path, matches=reference_matcher()),
+    )
+    assert was.records == now.records
+    assert was.meta == now.meta
+    assert (
+        trace_check(old, matches=reference_matcher())[1]
+        == trace_check(path, matches=reference_matcher())[1]
+    )

@@ -3,6 +3,7 @@ refused with the line named, ``gapless check`` on them."""
 
 from __future__ import annotations
 
+import hashlib
 import json
 import re
 from collections.abc import Callable
@@ -64,10 +65,18 @@ def test_a_malformed_record_names_its_line_and_field(tmp_path: Path) -> None:
     path = tmp_path / "t.jsonl"
     write_zmq_trace(path, TREE, run_script(TREE, BASIC).records[:3])
     lines = path.read_text().splitlines()
-    lines[2] = re.sub(r'"seq": \d+', '"seq": "two"', lines[2])
-    path.write_text("\n".join(lines) + "\n")
+    lines[2] = re.sub(r'"seq": ?\d+', '"seq": "two"', lines[2])
+    path.write_text("\n".join(_resealed(lines[:-1])) + "\n")  # a writer's bad field, not an edit
     with pytest.raises(TraceFileError, match=r":3: field 'seq' = 'two' is not int"):
         read_zmq_trace(path)
+
+
+def _resealed(lines: list[str]) -> list[str]:
+    """``lines`` (header and records) with the end record that vouches for them."""
+    digest = hashlib.sha256()
+    for line in lines:
+        digest.update(line.encode("utf-8") + b"\n")
+    return [*lines, json.dumps({"end": {"records": len(lines) - 1, "sha256": digest.hexdigest()}})]
 
 
 def test_gapless_check_judges_a_zmq_trace(tmp_path: Path) -> None:
@@ -106,7 +115,7 @@ def test_the_end_record_vouches_for_every_line(tmp_path: Path) -> None:
         (lambda ls: ls[: len(ls) // 2], "incomplete: no end record"),  # head -n
         (lambda ls: [*ls[:5], *ls[6:]], "says .* records, the file holds"),  # a line dropped
         (lambda ls: [*ls, ls[3]], "a line after the end record"),
-        (lambda ls: [*ls[:3], ls[3].replace('"time": ', '"time": 1'), *ls[4:]], "sha256"),
+        (lambda ls: [*ls[:3], ls[3].replace('"time":', '"time":1'), *ls[4:]], "sha256"),
     ],
     ids=["no-end", "head", "dropped-line", "line-after", "edited"],
 )
@@ -134,3 +143,15 @@ def test_a_version_1_file_is_read_with_a_warning(tmp_path: Path) -> None:
     assert "version-1 trace file" in checked.output
     fresh = CliRunner().invoke(cli, ["check", str(_written(tmp_path)[0])])
     assert "version-1" not in fresh.output
+
+
+def test_a_file_written_before_the_shared_envelope_still_reads(tmp_path: Path) -> None:
+    """The writer's layout before it used the shared envelope (dft6): ``", "`` and ``": "``
+    separators; the same records read back."""
+    path, lines = _written(tmp_path)
+    old = tmp_path / "old.jsonl"
+    body = [json.dumps(json.loads(line), sort_keys=True) for line in lines[:-1]]
+    old.write_text("\n".join(_resealed(body)) + "\n")
+    assert old.read_text() != path.read_text()
+    assert read_zmq_trace(old).records == read_zmq_trace(path).records
+    assert read_zmq_trace(old).complete is True
