@@ -24,6 +24,7 @@ from typing import Any
 
 import attrs
 import pytest
+from _dur_harness import Judge, ScriptedPubend, carry_out, context, expected_events
 from hypothesis import Phase, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import (
@@ -38,11 +39,10 @@ from hypothesis.stateful import (
 from gapless.impl.durable import release as rl
 from gapless.impl.durable import shb_move
 from gapless.impl.durable.ct import CheckpointToken
-from gapless.impl.durable.messages import EventMessage, GapMessage
-from gapless.impl.durable.records import DurCrash, DurEvent, DurRelease
+from gapless.impl.durable.messages import EventMessage
+from gapless.impl.durable.records import DurCrash
 from gapless.impl.durable.shb import (
     Ack,
-    Emit,
     Lost,
     MoveIn,
     ShbConfig,
@@ -65,13 +65,8 @@ from gapless.impl.durable.shb import (
     shb_start,
 )
 from gapless.impl.effects import Rejected, Send
-from gapless.impl.filters import parse_filter
-from gapless.impl.gd.messages import Data, Knowledge, Nack
+from gapless.impl.gd.messages import Nack
 from gapless.impl.inputs import Connect, Disconnect
-from gapless.impl.trace import TraceRecord
-from gapless.invariants.checker import Checker
-from gapless.invariants.durable import PLUGINS
-from gapless.invariants.plugin import CheckContext
 from gapless.models.durable_store import MemoryStore
 
 P = "p"
@@ -79,17 +74,11 @@ SHBS = ("b0", "b1")
 NODE = "n"
 FILTERS = {"s0": "*", "s1": 'k == "a"', "s2": 'k == "b"'}
 
-CTX = CheckContext(
-    subscriptions=(),
+CTX = context(
+    (P,),
+    {"b0": "shb", "b1": "shb", NODE: "ib", "phb": "phb"},
     cell_of={"b0": "c0", "b1": "c1", NODE: "cn"},
     cell_tree=(("cn", "c0"), ("cn", "c1")),
-    pubend_host={P: "phb"},
-    merged=(),
-    roles={"b0": "shb", "b1": "shb", NODE: "ib", "phb": "phb"},
-    min_repetition_us=0,
-    matches=lambda flt, attributes: parse_filter(flt).matches(attributes),
-    logged=lambda _p: None,
-    payload_attributes=lambda _x: None,
 )
 
 
@@ -113,52 +102,47 @@ class MoveMachine(RuleBasedStateMachine):
 
     def __init__(self) -> None:
         super().__init__()
-        self.rel = rl.PubendRelease(pubend=P)
+        self.pub = ScriptedPubend(P)
         self.node = rl.NodeRelease.over(NODE, P, SHBS)
-        self.events: dict[int, Data] = {}
         self.shb: dict[str, ShbState] = {}
         self.store = {b: MemoryStore() for b in SHBS}
         self.down: dict[str, deque[Any]] = {b: deque() for b in SHBS}
         self.up: deque[tuple[str, Any]] = deque()  # (from SHB, message)
         self.subs: dict[str, Sub] = {}
-        self.checker = Checker(CTX, plugins=PLUGINS)
-        self.seq = 0
+        self.judge = Judge(CTX)
         self.moves = 0
         self.last_crash = 0
 
     # ---------------------------------------------------------------- plumbing
 
+    @property
+    def seq(self) -> int:
+        return self.judge.seq
+
     def record(self, node: str, kind: str, detail: object) -> None:
-        r = TraceRecord(seq=self.seq, time=self.seq, node=node, kind=kind, detail=detail)
-        self.seq += 1
-        self.checker.observe(r)
-        v = self.checker.violation
-        if v is not None:
-            raise AssertionError(v.explain())
+        self.judge.record(node, kind, detail)
+
+    def consume(self, name: str, m: Any) -> None:
+        s = self.subs[name]
+        s.ct = m.t
+        s.log.append(m)
 
     def run(self, b: str, handler: Any, inp: Any) -> list[Rejected]:
         self.shb[b], effects = handler(self.shb[b], inp, self.seq)
-        rejected = []
-        for e in effects:
-            if isinstance(e, Emit):
-                self.record(b, e.kind, e.detail)
-                if e.kind == "dur_message":
-                    s = self.subs[e.detail.subscriber]
-                    s.ct = e.detail.message.t
-                    s.log.append(e.detail.message)
-            elif isinstance(e, Send):
-                self.up.append((b, e))
-            elif isinstance(e, Rejected):
-                rejected.append(e)
-            else:
-                self.store[b].apply([e])
-        return rejected
+        return carry_out(
+            b,
+            effects,
+            judge=self.judge,
+            store=self.store[b],
+            message=self.consume,
+            send=lambda e: self.up.append((b, e)),
+        )
 
     # ---------------------------------------------------------------- rules
 
     @initialize(mr=st.sampled_from([None, 3]))
     def configure(self, mr: int | None) -> None:
-        self.rel = rl.PubendRelease(pubend=P, max_retain=mr)
+        self.pub = ScriptedPubend(P, max_retain=mr)
         for b in SHBS:
             self.shb[b] = shb_start(ShbConfig(shb=b, upstream="phb", pubends=(P,), window=3))
 
@@ -172,21 +156,15 @@ class MoveMachine(RuleBasedStateMachine):
 
     @rule(k=st.sampled_from("ab"), skip=st.integers(0, 2))
     def publish(self, k: str, skip: int) -> None:
-        tick = self.rel.clock + 1 + skip
-        data = Data(pubend=P, tick=tick, attributes={"k": k})
-        silence = ((self.rel.clock + 1, tick - 1),) if skip else ()
-        self.rel = rl.pubend_publish(self.rel, tick, data)
-        self.events[tick] = data
-        self.record("phb", "dur_event", DurEvent(pubend=P, tick=tick, attributes={"k": k}))
+        msg = self.pub.publish(self.judge, k, skip)
         for b in SHBS:
-            self.down[b].append(Knowledge(pubend=P, silence=silence, data=data))
+            self.down[b].append(msg)
 
     @rule()
     def heartbeat(self) -> None:
-        t = self.rel.clock + 1
-        self.rel = rl.pubend_clock(self.rel, t)
+        msg = self.pub.heartbeat()
         for b in SHBS:
-            self.down[b].append(Knowledge(pubend=P, silence=((t, t),)))
+            self.down[b].append(msg)
 
     @rule(b=st.sampled_from(SHBS), drop=st.booleans())
     def to_shb(self, b: str, drop: bool) -> None:
@@ -205,7 +183,7 @@ class MoveMachine(RuleBasedStateMachine):
             return
         msg = send.msg
         if isinstance(msg, Nack):
-            self.down[b].extend(self.answer(msg.start, msg.end))
+            self.down[b].extend(self.pub.answer(msg.start, msg.end))
         elif isinstance(msg, Unregister):
             self.run(send.to, on_unregister, msg)
         elif isinstance(msg, Unregistered):
@@ -214,38 +192,7 @@ class MoveMachine(RuleBasedStateMachine):
             self.node, rej = rl.node_on_report(self.node, msg)
             assert not rej, rej
             self.record(NODE, "dur_report", self.node.report())
-            self.rel, rej = rl.pubend_on_report(self.rel, self.node.report(), (NODE,))
-            assert not rej, rej
-            new = rl.pubend_release_step(self.rel)
-            if new.released_through != self.rel.released_through:
-                d = DurRelease(
-                    pubend=P,
-                    through=new.released_through,
-                    tr=new.tr,
-                    td=new.td,
-                    clock=new.clock,
-                    max_retain=new.max_retain,
-                )
-                self.record("phb", "dur_release", d)
-            self.rel = new
-
-    def answer(self, start: int, end: int) -> list[Any]:
-        out: list[Any] = []
-        rt = self.rel.released_through
-        if start <= rt:
-            out.append(Lost(pubend=P, start=start, end=min(end, rt)))
-            start = rt + 1
-        silence: list[tuple[int, int]] = []
-        for t in range(start, min(end, self.rel.clock) + 1):
-            if t in self.events:
-                out.append(Knowledge(pubend=P, data=self.events[t], retransmission=True))
-            elif silence and silence[-1][1] + 1 == t:
-                silence[-1] = (silence[-1][0], t)
-            else:
-                silence.append((t, t))
-        if silence:
-            out.append(Knowledge(pubend=P, silence=tuple(silence), retransmission=True))
-        return out
+            self.pub.hear(self.judge, self.node.report(), (NODE,))
 
     @rule(b=st.sampled_from(SHBS))
     def tick(self, b: str) -> None:
@@ -391,8 +338,9 @@ class MoveMachine(RuleBasedStateMachine):
             return  # the planted bug is judged by the trace invariants alone
         for name, s in self.subs.items():
             acked = max(s.acked)
-            if self.rel.max_retain is None:
-                assert self.rel.released_through <= acked, (name, acked, self.rel)
+            rel = self.pub.rel
+            if rel.max_retain is None:
+                assert rel.released_through <= acked, (name, acked, rel)
             active = [
                 self.shb[b].views[P].release.records[name]
                 for b in self.registered(name)
@@ -400,15 +348,27 @@ class MoveMachine(RuleBasedStateMachine):
             ]
             assert any(r.released <= acked for r in active), (name, acked, active)
 
-    def drain(self) -> None:
+    def reconnect_all(self) -> None:
+        """Everyone disconnected reconnects at its SHB presenting its CT. One that consumed
+        more at an SHB it moved to, whose move was then lost in that SHB's crash, may present
+        a CT its own SHB has not delivered yet: refused, it retries once that SHB caught up."""
         for name, s in sorted(self.subs.items()):
-            if not s.connected:
-                self._start(name, s.ct)
-                resume = CheckpointToken.of({P: s.ct})
-                inp = Connect(subscriber=name, filter=FILTERS[name], resume=resume)
-                assert not self.run(s.home, on_connect, inp)
+            if s.connected:
+                continue
+            before = (s.log, s.ct, s.presented)
+            self._start(name, s.ct)
+            resume = CheckpointToken.of({P: s.ct})
+            inp = Connect(subscriber=name, filter=FILTERS[name], resume=resume)
+            rejected = self.run(s.home, on_connect, inp)
+            if rejected:
+                assert "beyond latestDelivered" in rejected[0].reason, rejected
+                s.connected = False
+                s.log, s.ct, s.presented = before
+
+    def drain(self) -> None:
         self.heartbeat()
         for _ in range(200):
+            self.reconnect_all()
             before = dict(self.shb)
             for b in SHBS:
                 self.tick(b)
@@ -419,32 +379,25 @@ class MoveMachine(RuleBasedStateMachine):
                 while self.up:
                     self.route(drop=False)
             for name, s in self.subs.items():  # everyone acknowledges what it has
-                s.acked.append(s.ct)
-                self.run(s.home, on_ack, Ack(subscriber=name, ct=CheckpointToken.of({P: s.ct})))
-            if all(self.shb[b] == before[b] for b in SHBS):
+                if s.connected:
+                    s.acked.append(s.ct)
+                    ack = Ack(subscriber=name, ct=CheckpointToken.of({P: s.ct}))
+                    self.run(s.home, on_ack, ack)
+            connected = all(s.connected for s in self.subs.values())
+            if connected and all(self.shb[b] == before[b] for b in SHBS):
                 return
         raise AssertionError("the SHBs did not go quiet")
 
     def teardown(self) -> None:
-        if self.checker.violation is not None or not self.shb:
+        if self.judge.checker.violation is not None or not self.shb:
             return
         self.drain()
-        end = TraceRecord(seq=self.seq, time=self.seq, node="-", kind="fault", detail="end")
-        v = self.checker.finish(end)
-        assert v is None, v.explain()
+        self.judge.finish()
         for name, s in self.subs.items():
             assert self.registered(name) == [s.home], (name, self.registered(name))
             assert not self.shb[s.home].moving
-            gaps = [(m.t0, m.t) for m in s.log if isinstance(m, GapMessage)]
-            want = [
-                t
-                for t, d in sorted(self.events.items())
-                if t > s.presented
-                and parse_filter(FILTERS[name]).matches(d.attributes)
-                and not any(a < t <= b for a, b in gaps)
-            ]
-            got = [m.t for m in s.log if isinstance(m, EventMessage)]
-            assert got == want, (name, s.presented, got, want, gaps)
+            got, want = expected_events(self.pub.events, s.presented, FILTERS[name], s.log, P)
+            assert got == want, (name, s.presented, got, want)
             assert self.shb[s.home].position(name, P) == self.shb[s.home].latest_delivered(P)
 
 
