@@ -191,12 +191,16 @@ def carry_out(
     store: MemoryStore,
     message: Callable[[str, Any], None],
     send: Callable[[Send], None],
+    emitted: Callable[[Emit], None] | None = None,
 ) -> list[Rejected]:
-    """Carry out SHB ``node``'s effects in order (module doc); returns what it rejected."""
+    """Carry out SHB ``node``'s effects in order (module doc); returns what it rejected.
+    ``emitted`` sees every record after the judge."""
     rejected: list[Rejected] = []
     for e in effects:
         if isinstance(e, Emit):
             judge.record(node, e.kind, e.detail)
+            if emitted is not None:
+                emitted(e)
             if e.kind == "dur_message":
                 message(e.detail.subscriber, e.detail.message)
         elif isinstance(e, Send):

@@ -43,6 +43,8 @@ from gapless.impl.durable.messages import EventMessage
 from gapless.impl.durable.records import DurCrash
 from gapless.impl.durable.shb import (
     Ack,
+    CheckpointAnswer,
+    CheckpointQuery,
     Lost,
     MoveIn,
     ShbConfig,
@@ -52,6 +54,8 @@ from gapless.impl.durable.shb import (
     Unregister,
     Unregistered,
     on_ack,
+    on_checkpoint_answer,
+    on_checkpoint_query,
     on_connect,
     on_disconnect,
     on_knowledge,
@@ -93,12 +97,15 @@ class Sub:
     presented: int = -1
     log: list[Any] = attrs.Factory(list)
     moves: int = 0  # how many moves it made (a MoveIn's generation) [spec/durable.md]
+    #: ack mode SHB: the SHB it is moving from while the new one fetches its CT
+    fetching_from: str | None = None
 
 
 class MoveMachine(RuleBasedStateMachine):
     """Two SHBs, one node, one pubend (module doc)."""
 
     early_drop = False  # planted: the old SHB drops the record as soon as the subscriber moves
+    answer_delivered = False  # planted (ack mode SHB): the old SHB answers its latestDelivered
 
     def __init__(self) -> None:
         super().__init__()
@@ -111,6 +118,7 @@ class MoveMachine(RuleBasedStateMachine):
         self.subs: dict[str, Sub] = {}
         self.judge = Judge(CTX)
         self.moves = 0
+        self.mode = rl.AckMode.SUBSCRIBER
         self.last_crash = 0
 
     # ---------------------------------------------------------------- plumbing
@@ -136,15 +144,20 @@ class MoveMachine(RuleBasedStateMachine):
             store=self.store[b],
             message=self.consume,
             send=lambda e: self.up.append((b, e)),
+            emitted=lambda e: self.connected(b, e),
         )
 
     # ---------------------------------------------------------------- rules
 
-    @initialize(mr=st.sampled_from([None, 3]))
-    def configure(self, mr: int | None) -> None:
+    @initialize(mr=st.sampled_from([None, 3]), mode=st.sampled_from(list(rl.AckMode)))
+    def configure(self, mr: int | None, mode: rl.AckMode = rl.AckMode.SUBSCRIBER) -> None:
+        """maxRetain, and who keeps CT [DUR §2, §5.2]: in mode SHB a moving subscriber
+        presents none and the new SHB fetches the one the old SHB keeps."""
         self.pub = ScriptedPubend(P, max_retain=mr)
+        self.mode = mode
         for b in SHBS:
-            self.shb[b] = shb_start(ShbConfig(shb=b, upstream="phb", pubends=(P,), window=3))
+            cfg = ShbConfig(shb=b, upstream="phb", pubends=(P,), window=3, ack_mode=mode)
+            self.shb[b] = shb_start(cfg)
 
     @precondition(lambda self: len(self.subs) < len(FILTERS))
     @rule(b=st.sampled_from(SHBS))
@@ -188,6 +201,13 @@ class MoveMachine(RuleBasedStateMachine):
             self.run(send.to, on_unregister, msg)
         elif isinstance(msg, Unregistered):
             self.run(send.to, on_unregistered, msg)
+        elif isinstance(msg, CheckpointQuery):
+            self.run(send.to, on_checkpoint_query, msg)
+        elif isinstance(msg, CheckpointAnswer):
+            if self.answer_delivered:  # planted: what the old SHB delivered, not its kept CT
+                ld = self.shb[msg.shb].latest_delivered(P)
+                msg = attrs.evolve(msg, ct=CheckpointToken.of({P: ld}))
+            self.run(send.to, on_checkpoint_answer, msg)
         else:
             self.node, rej = rl.node_on_report(self.node, msg)
             assert not rej, rej
@@ -205,9 +225,30 @@ class MoveMachine(RuleBasedStateMachine):
     @rule(i=st.integers(0, 2))
     def disconnect(self, i: int) -> None:
         name = self.pick(i, connected=True)
-        if name is not None:
-            self.subs[name].connected = False
-            self.run(self.subs[name].home, on_disconnect, Disconnect(subscriber=name))
+        if name is None:
+            return
+        s = self.subs[name]
+        s.connected = False
+        self.run(s.home, on_disconnect, Disconnect(subscriber=name))
+        if s.fetching_from is not None:  # its CT was still being fetched: the move is off
+            s.home, s.fetching_from = s.fetching_from, None
+
+    def resume(self, name: str, ct: int) -> int:
+        """Where a reconnection at its SHB resumes: the CT presented, or in ack mode SHB the
+        one that SHB keeps, ``released(s, p)`` [DUR §2, §5.2]."""
+        if self.mode is rl.AckMode.SHB:
+            return self.shb[self.subs[name].home].views[P].release.records[name].released
+        return ct
+
+    def connected(self, b: str, e: Any) -> None:
+        """A move waiting for its CT registered (ack mode SHB): the connection starts at the
+        CT the old SHB kept."""
+        if e.kind != "dur_connect":
+            return
+        s = self.subs[e.detail.subscriber]
+        if s.fetching_from is not None and s.home == b:
+            ct = e.detail.ct.at(P)
+            s.fetching_from, s.log, s.ct, s.presented = None, [], ct, ct
 
     def _start(self, name: str, ct: int) -> Sub:
         s = self.subs[name]
@@ -220,7 +261,7 @@ class MoveMachine(RuleBasedStateMachine):
         if name is None:
             return
         s = self.subs[name]
-        ct = s.ct if back == 0 else s.acked[max(0, len(s.acked) - back)]
+        ct = self.resume(name, s.ct if back == 0 else s.acked[max(0, len(s.acked) - back)])
         self._start(name, ct)
         resume = CheckpointToken.of({P: ct})
         inp = Connect(subscriber=name, filter=FILTERS[name], resume=resume)
@@ -237,7 +278,7 @@ class MoveMachine(RuleBasedStateMachine):
         subscriber acknowledged: ``spec/durable.md``)."""
         names = sorted(self.subs)
         name = names[i % len(names)] if names else None
-        if name is None or len(self.registered(name)) != 1:
+        if name is None or len(self.registered(name)) != 1 or self.subs[name].fetching_from:
             return
         s = self.subs[name]
         if s.connected:
@@ -246,21 +287,26 @@ class MoveMachine(RuleBasedStateMachine):
         to = SHBS[1 - SHBS.index(s.home)]
         # its durable CT: one it acknowledged (the last, or ``back`` acks before) [DUR §2]
         ct = s.acked[max(0, len(s.acked) - 1 - back)]
+        fetch = self.mode is rl.AckMode.SHB  # it has no CT: the new SHB asks the old one
         inp = MoveIn(
             subscriber=name,
             filter=FILTERS[name],
             previous=s.home,
-            ct=CheckpointToken.of({P: ct}),
+            ct=None if fetch else CheckpointToken.of({P: ct}),
             generation=s.moves + 1,
         )
         before = (s.connected, s.log, s.ct, s.presented)
-        self._start(name, ct)
+        if fetch:
+            s.connected, s.log, s.fetching_from = True, [], s.home
+            s.home = to  # where its messages will come from once registered
+        else:
+            self._start(name, ct)
         rejected = self.run(to, on_move_in, inp)
         if rejected:  # the new SHB has not delivered that far yet: retry later
             assert "beyond latestDelivered" in rejected[0].reason, rejected
             s.connected, s.log, s.ct, s.presented = before
             return
-        old, s.home = s.home, to
+        old, s.home = s.fetching_from or s.home, to
         self.moves += 1
         s.moves += 1
         if self.early_drop:  # planted: unregister before the new record is active
@@ -281,7 +327,9 @@ class MoveMachine(RuleBasedStateMachine):
         for name, s in self.subs.items():
             if s.home == b:
                 s.connected = False
-                if name in pending:
+                if s.fetching_from is not None:  # the move was not registered: off
+                    s.home, s.fetching_from = s.fetching_from, None
+                elif name in pending:
                     previous = st_.subs[name].previous
                     assert previous is not None
                     s.home = previous
@@ -304,7 +352,7 @@ class MoveMachine(RuleBasedStateMachine):
     @rule(i=st.integers(0, 2))
     def ack(self, i: int) -> None:
         name = self.pick(i, connected=True)
-        if name is None:
+        if name is None or self.subs[name].fetching_from is not None:
             return
         s = self.subs[name]
         s.acked.append(s.ct)
@@ -356,7 +404,7 @@ class MoveMachine(RuleBasedStateMachine):
             if s.connected:
                 continue
             before = (s.log, s.ct, s.presented)
-            self._start(name, s.ct)
+            self._start(name, self.resume(name, s.ct))
             resume = CheckpointToken.of({P: s.ct})
             inp = Connect(subscriber=name, filter=FILTERS[name], resume=resume)
             rejected = self.run(s.home, on_connect, inp)
@@ -379,11 +427,11 @@ class MoveMachine(RuleBasedStateMachine):
                 while self.up:
                     self.route(drop=False)
             for name, s in self.subs.items():  # everyone acknowledges what it has
-                if s.connected:
+                if s.connected and s.fetching_from is None:
                     s.acked.append(s.ct)
                     ack = Ack(subscriber=name, ct=CheckpointToken.of({P: s.ct}))
                     self.run(s.home, on_ack, ack)
-            connected = all(s.connected for s in self.subs.values())
+            connected = all(s.connected and not s.fetching_from for s in self.subs.values())
             if connected and all(self.shb[b] == before[b] for b in SHBS):
                 return
         raise AssertionError("the SHBs did not go quiet")
@@ -396,6 +444,7 @@ class MoveMachine(RuleBasedStateMachine):
         for name, s in self.subs.items():
             assert self.registered(name) == [s.home], (name, self.registered(name))
             assert not self.shb[s.home].moving
+            assert not self.shb[s.home].fetching
             got, want = expected_events(self.pub.events, s.presented, FILTERS[name], s.log, P)
             assert got == want, (name, s.presented, got, want)
             assert self.shb[s.home].position(name, P) == self.shb[s.home].latest_delivered(P)
