@@ -209,10 +209,19 @@ def dur_two_early() -> nx.Graph:
     return g
 
 
+def dur_two_shb() -> nx.Graph:
+    """``dur-two`` whose runs default to ack mode ``shb`` (the SHB keeps CT(s) [DUR §5.2], so a
+    moving subscriber's CT is fetched from the SHB it leaves) and maxRetain 2 s."""
+    g = _tree("dur-two-shb", ("shb1", "shb2"))
+    g.graph["durable_config"] = (("ack_mode", "shb"), ("max_retain_us", 2_000_000))
+    return g
+
+
 TOPOLOGIES: Final[dict[str, Callable[[], nx.Graph]]] = {
     "dur-line": dur_line,
     "dur-two": dur_two,
     "dur-two-early": dur_two_early,
+    "dur-two-shb": dur_two_shb,
 }
 """The durable protocol's topologies."""
 
