@@ -26,10 +26,13 @@ again for a tick it already asked about (``asked``) until the SHB's retry timer 
 position walks the subscriber's chain from its newest record down to the position, however
 small the batch: with a backlog of ``n`` records, each read costs ``n``, and a stream that
 steps once per answer would pay ``n`` per answer (the 240 s ``dur-shb-crash`` did not finish
-for this). A stream therefore keeps what one walk found (``buffer``, the subscriber's Q ticks
-above the walk's start, ascending) and serves the next batches from it while it holds more
-than a batch beyond the position; only then does it walk again. The PFS is append-only above
-and chopped only below the position, so a batch served from the buffer is exactly the batch a
+for this). As the paper's catchup streams did ("a read buffer that can hold 5000 Q
+ticks ... A new read does not occur until the catchup stream has nacked all the Q ticks in the
+current buffer" [DUR §5.3]), a stream therefore keeps what one walk found (``buffer``, the
+subscriber's Q ticks above the walk's start, ascending; not capped, since a walk costs the
+whole chain anyway) and serves the next batches from it while it holds more than a batch
+beyond the position; only then does it walk again. The PFS is append-only above and chopped
+only below the position, so a batch served from the buffer is exactly the batch a
 walk would return (:func:`_read`).
 
 :func:`catchup_step` returns where the stream got to, the messages, and the nack ranges; it
