@@ -127,6 +127,10 @@ class MoveMachine(RuleBasedStateMachine):
     def seq(self) -> int:
         return self.judge.seq
 
+    @seq.setter
+    def seq(self, value: int) -> None:
+        self.judge.seq = value
+
     def record(self, node: str, kind: str, detail: object) -> None:
         self.judge.record(node, kind, detail)
 
