@@ -30,13 +30,15 @@ one PHB, one intermediate broker, one or two SHBs).
   CT it kept;
 * **fault kinds** ``older_ct`` and ``move`` (``models/faults.py``; the world's
   ``reconnecting`` seam names the fault whose end reconnects a subscriber): after ``older_ct``
-  the subscriber presents the CT it acknowledged before its latest; after ``move`` (ack mode
-  ``subscriber`` only: in mode ``shb`` its CT is in the old SHB's database) ``roam`` sends it to
-  another live SHB holding no record of it, where it presents its last acknowledged CT in a
-  :class:`~gapless.impl.durable.shb.MoveIn` (retried on each tick while refused), and the SHBs'
-  ``Unregister``/``Unregistered`` travel through the broker tree as :class:`Routed` messages
-  (reconnect-anywhere [DUR §1 item 5], ``spec/durable.md``). A crashed SHB is rebuilt from the
-  subscribers that subscribed there and the moves its store kept (a pending one pending).
+  the subscriber presents the CT it acknowledged before its latest; after ``move`` ``roam``
+  sends it to another live SHB holding no record of it, where it presents its last
+  acknowledged CT in a :class:`~gapless.impl.durable.shb.MoveIn` (retried on each tick while
+  refused) — in ack mode ``shb`` it presents none, and the new SHB fetches the CT the old one
+  keeps (``CheckpointQuery``/``CheckpointAnswer``) —, and the SHBs' messages
+  (``Unregister``/``Unregistered`` and those two) travel through the broker tree as
+  :class:`Routed` messages (reconnect-anywhere [DUR §1 item 5], ``spec/durable.md``). A
+  crashed SHB is rebuilt from the subscribers that subscribed there and the moves its store
+  kept (a pending one pending).
 
 Configuration (:class:`DurableConfig`, the run's ``config`` overrides) is in µs of virtual time;
 a tick is a µs, as GD's [GD §2.2].
@@ -76,6 +78,8 @@ from gapless.impl.durable.records import DurEvent, DurMessage
 from gapless.impl.durable.release import AckMode, ReleaseReport
 from gapless.impl.durable.shb import (
     Ack,
+    CheckpointAnswer,
+    CheckpointQuery,
     Emit,
     Lost,
     MoveIn,
@@ -86,6 +90,8 @@ from gapless.impl.durable.shb import (
     Unregister,
     Unregistered,
     on_ack,
+    on_checkpoint_answer,
+    on_checkpoint_query,
     on_connect,
     on_disconnect,
     on_knowledge,
@@ -123,6 +129,7 @@ SHB_TICK: Final = "dur-tick"
 """The SHB's timer key."""
 
 _STORAGE: Final = get_args(StorageEffect)
+_ROUTED: Final = (Unregister, Unregistered, CheckpointQuery, CheckpointAnswer)
 
 
 @final
@@ -202,10 +209,19 @@ def dur_two_early() -> nx.Graph:
     return g
 
 
+def dur_two_shb() -> nx.Graph:
+    """``dur-two`` whose runs default to ack mode ``shb`` (the SHB keeps CT(s) [DUR §5.2], so a
+    moving subscriber's CT is fetched from the SHB it leaves) and maxRetain 2 s."""
+    g = _tree("dur-two-shb", ("shb1", "shb2"))
+    g.graph["durable_config"] = (("ack_mode", "shb"), ("max_retain_us", 2_000_000))
+    return g
+
+
 TOPOLOGIES: Final[dict[str, Callable[[], nx.Graph]]] = {
     "dur-line": dur_line,
     "dur-two": dur_two,
     "dur-two-early": dur_two_early,
+    "dur-two-shb": dur_two_shb,
 }
 """The durable protocol's topologies."""
 
@@ -216,12 +232,12 @@ TOPOLOGIES: Final[dict[str, Callable[[], nx.Graph]]] = {
 @final
 @attrs.frozen(kw_only=True)
 class Routed:
-    """An SHB-to-SHB message of reconnect-anywhere (``Unregister``, ``Unregistered``) on its
-    way to SHB ``to`` through the broker tree (SHBs are not neighbours; the binding's
-    intermediate brokers pass it on)."""
+    """An SHB-to-SHB message of reconnect-anywhere (``Unregister``, ``Unregistered``,
+    ``CheckpointQuery``, ``CheckpointAnswer``) on its way to SHB ``to`` through the broker
+    tree (SHBs are not neighbours; the binding's intermediate brokers pass it on)."""
 
     to: str
-    msg: Unregister | Unregistered
+    msg: Unregister | Unregistered | CheckpointQuery | CheckpointAnswer
 
 
 @final
@@ -419,6 +435,10 @@ class DurableBinding:
                     self.records.get(msg.msg.subscriber, set()).discard(name)
             elif type(msg) is Routed and type(msg.msg) is Unregistered:
                 state2, fx = on_unregistered(state, msg.msg, now)
+            elif type(msg) is Routed and type(msg.msg) is CheckpointQuery:
+                state2, fx = on_checkpoint_query(state, msg.msg, now)
+            elif type(msg) is Routed and type(msg.msg) is CheckpointAnswer:
+                state2, fx = on_checkpoint_answer(state, msg.msg, now)
             else:
                 why = f"shb {name!r}: unexpected {type(msg).__name__}"
                 return state, (Rejected(reason=why, input=msg),)
@@ -465,7 +485,6 @@ class DurableBinding:
             self.waiting.setdefault(name, {})[sub] = move
             return state, ()
         self.waiting.get(name, {}).pop(sub, None)
-        self.records.setdefault(sub, set()).add(name)
         return state2, self._out(name, fx, state2)
 
     def _shb_tick(self, state: ShbState, now: int) -> tuple[Any, tuple[Any, ...]]:
@@ -507,7 +526,7 @@ class DurableBinding:
                 out.append(self._observable(node, e, shb))
             elif isinstance(e, _STORAGE):
                 self.stores[node].apply([e])
-            elif type(e) is Send and type(e.msg) in (Unregister, Unregistered):
+            elif type(e) is Send and type(e.msg) in _ROUTED:
                 out.append(self._route(node, Routed(to=e.to, msg=e.msg)))
             else:
                 out.append(e)
@@ -537,6 +556,7 @@ class DurableBinding:
             )
         if e.kind in ("dur_join", "dur_connect"):
             self.ct[d.subscriber] = d.ct.as_dict()
+            self.records.setdefault(d.subscriber, set()).add(node)  # a move's registration too
         if e.kind == "dur_join":
             self.join_ct[d.subscriber] = d.ct.as_dict()
         key: tuple[Any, ...] = ("dur", e.kind)
@@ -578,12 +598,11 @@ class DurableBinding:
         self.next_kind[subscriber] = kind
 
     def roam(self, subscriber: str, connection: int, alive: tuple[str, ...]) -> str:
-        """Where ``subscriber`` connects: its current SHB, or, when a ``move`` fault ends (in
-        ack mode ``subscriber``: in mode ``shb`` the SHB it leaves keeps its CT, so it stays),
+        """Where ``subscriber`` connects: its current SHB, or, when a ``move`` fault ends,
         another live SHB holding no record of it (none while an earlier move is unfinished:
         it then stays) [DUR §1 item 5]."""
         home = self.home[subscriber]
-        if self.next_kind.get(subscriber) != "move" or self.mode is AckMode.SHB:
+        if self.next_kind.get(subscriber) != "move":
             return home
         held = self.records.get(subscriber, set())
         choices = [n for n in alive if self.roles.get(n) == "shb" and n != home and n not in held]

@@ -25,7 +25,8 @@ acknowledged unless early release allowed it.
 
 Each step (an ack, latestDelivered advancing, a report sent and one received — late, repeated or
 out of order —, the min propagating to the pubend, the L step, the clock, a subscriber joining,
-leaving, moving to another SHB (register, activate, unregister the old record) and an SHB crash)
+leaving, moving to another SHB (register — at a CT presented, or in ack mode SHB at the CT the
+old SHB keeps —, activate, unregister the old record) and an SHB crash)
 is a guarded transition; its row asks Z3 for a state satisfying ``INV`` and the guard whose
 successor breaks ``INV``: ``unsat`` proves the step preserves it (kind ``"inductive"``). The
 steps are instantiated for every choice of SHB and subscriber. Each step has a *twin*, the same
@@ -238,6 +239,19 @@ def _move_register(st: State, i: int, s: int, twin: bool) -> tuple[Expr, State]:
     return guard, n
 
 
+def _move_fetch(st: State, i: int, s: int, twin: bool) -> tuple[Expr, State]:
+    """Ack mode SHB [DUR §5.2]: the new SHB ``i`` registers a pending record at the CT the old
+    SHB ``j`` keeps, its ``released(s, p)`` (the subscriber presents none)."""
+    n = dict(st)
+    j = _other(i)
+    n[f"pres{i}{s}"] = z3.BoolVal(True)
+    n[f"act{i}{s}"] = z3.BoolVal(False)
+    # twin: the old SHB answers with what it delivered (latestDelivered), not the kept CT
+    n[f"rel{i}{s}"] = st[f"ld{j}"] if twin else st[f"rel{j}{s}"]
+    guard = z3.And(st[f"sub{s}"], z3.Not(st[f"pres{i}{s}"]), st[f"pres{j}{s}"], st[f"act{j}{s}"])
+    return guard, n
+
+
 def _activate(st: State, i: int, s: int, twin: bool) -> tuple[Expr, State]:
     n = dict(st)
     n[f"act{i}{s}"] = z3.BoolVal(True)
@@ -318,6 +332,9 @@ _STEPS: Final[tuple[tuple[str, Step, str, str, str], ...]] = (
      "a disconnection drops the subscriber's records"),
     ("move_register", _move_register, "reconnect-anywhere: the new SHB registers a pending "
      "record", "[DUR §1 item 5], spec/durable.md", "the moved record is active at once"),
+    ("move_fetch", _move_fetch, "reconnect-anywhere in ack mode SHB: the new SHB registers a "
+     "pending record at the CT the old SHB keeps", "[DUR §1 item 5, §5.2], spec/durable.md",
+     "the old SHB answers with its latestDelivered, not the kept CT"),
     ("activate", _activate, "a pending record activates once at or above what its SHB "
      "reported", "spec/durable.md", "activation without the check"),
     ("move_unregister", _move_unregister, "the old SHB drops a moved subscriber's record once "

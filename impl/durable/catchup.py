@@ -22,6 +22,19 @@ stream moves its position (the ``t`` of the last message it delivered) towards
 Nacks are flow-controlled: a stream asks for at most ``window`` ticks at a time, and never
 again for a tick it already asked about (``asked``) until the SHB's retry timer resets it.
 
+**The read buffer.** Back-pointers lead backwards [DUR §4.2], so a batch read after the
+position walks the subscriber's chain from its newest record down to the position, however
+small the batch: with a backlog of ``n`` records, each read costs ``n``, and a stream that
+steps once per answer would pay ``n`` per answer (the 240 s ``dur-shb-crash`` did not finish
+for this). As the paper's catchup streams did ("a read buffer that can hold 5000 Q
+ticks ... A new read does not occur until the catchup stream has nacked all the Q ticks in the
+current buffer" [DUR §5.3]), a stream therefore keeps what one walk found (``buffer``, the
+subscriber's Q ticks above the walk's start, ascending; not capped, since a walk costs the
+whole chain anyway) and serves the next batches from it while it holds more than a batch
+beyond the position; only then does it walk again. The PFS is append-only above and chopped
+only below the position, so a batch served from the buffer is exactly the batch a
+walk would return (:func:`_read`).
+
 :func:`catchup_step` returns where the stream got to, the messages, and the nack ranges; it
 never changes anything itself. The SHB (:mod:`gapless.impl.durable.shb`) switches the stream
 over to the constream when its position reaches ``latestDelivered(p)``, never before.
@@ -29,6 +42,7 @@ over to the constream when its position reaches ``latestDelivered(p)``, never be
 
 from __future__ import annotations
 
+from bisect import bisect_right
 from typing import final
 
 import attrs
@@ -39,7 +53,7 @@ from gapless.impl.durable.messages import (
     SilenceMessage,
     SubscriberMessage,
 )
-from gapless.impl.durable.pfs import PfsStream
+from gapless.impl.durable.pfs import PfsRead, PfsStream
 from gapless.impl.filters import Filter
 from gapless.impl.gd.messages import Data
 from gapless.impl.knowledge import Kind
@@ -52,12 +66,14 @@ __all__ = ["CatchupStep", "catchup_step"]
 @attrs.frozen(kw_only=True)
 class CatchupStep:
     """What one step did: the new ``position``, the ``messages`` delivered in order, the
-    inclusive tick ranges to ``nack`` upstream and the new ``asked`` (highest tick nacked)."""
+    inclusive tick ranges to ``nack`` upstream, the new ``asked`` (highest tick nacked) and
+    the read ``buffer`` to keep (module doc)."""
 
     position: int
     messages: tuple[SubscriberMessage, ...]
     nacks: tuple[tuple[int, int], ...]
     asked: int
+    buffer: tuple[int, ...] = ()
 
 
 class _Out:
@@ -175,6 +191,26 @@ def _from_pfs(
     return False, (), asked
 
 
+def _read(
+    pfs: PfsStream, subscriber: int, after: int, upto: int, window: int, buffer: tuple[int, ...]
+) -> tuple[PfsRead, tuple[int, ...]]:
+    """``pfs.read(subscriber, after=after, upto=upto, limit=window)``, served from ``buffer``
+    when it holds more than ``window`` ticks above ``after`` and nothing above ``after`` is
+    chopped; otherwise one walk, whose whole result becomes the new buffer (module doc). The
+    buffer holds every Q tick of the subscriber from some ``after' <= after`` up to its
+    last entry, and records are appended only above, so the two reads agree."""
+    if buffer and pfs.chopped_through <= after:
+        i = bisect_right(buffer, after)
+        if len(buffer) - i > window:
+            q = buffer[i : i + window]
+            return PfsRead(lost_upto=after, q=q, known_upto=buffer[i + window] - 1), buffer
+    r = pfs.read(subscriber, after=after, upto=upto)
+    kept = r.q if r.lost_upto == after else ()
+    if len(r.q) > window:
+        r = PfsRead(lost_upto=r.lost_upto, q=r.q[:window], known_upto=r.q[window] - 1)
+    return r, kept
+
+
 def catchup_step(
     *,
     pubend: str,
@@ -187,16 +223,18 @@ def catchup_step(
     pfs: PfsStream,
     window: int,
     refilter_upto: int = -1,
+    buffer: tuple[int, ...] = (),
 ) -> CatchupStep:
     """Advance a catchup stream from ``position`` towards ``latest_delivered`` as far as
     what the SHB holds allows (module doc). Ticks at or below ``refilter_upto`` are refiltered
     whatever the PFS says: the subscriber was not hosted here when they were written (it
-    moved here from another SHB [DUR §1 item 5], ``spec/durable.md``)."""
+    moved here from another SHB [DUR §1 item 5], ``spec/durable.md``). ``buffer`` is what the
+    stream's previous walk of the PFS found (module doc)."""
     out = _Out(pubend, position)
     nacks: tuple[tuple[int, int], ...] = ()
     while out.done() < latest_delivered:
         pos = out.position
-        r = pfs.read(subscriber, after=pos, upto=latest_delivered, limit=window)
+        r, buffer = _read(pfs, subscriber, pos, latest_delivered, window, buffer)
         lost = max(r.lost_upto, min(refilter_upto, latest_delivered))
         if lost > pos:
             blocked, nacks, asked = _refilter(knowledge, flt, out, lost, asked, window)
@@ -204,4 +242,6 @@ def catchup_step(
             blocked, nacks, asked = _from_pfs(knowledge, out, r.q, r.known_upto, asked, window)
         if blocked or out.done() == pos:
             break
-    return CatchupStep(position=out.done(), messages=tuple(out.messages), nacks=nacks, asked=asked)
+    return CatchupStep(
+        position=out.done(), messages=tuple(out.messages), nacks=nacks, asked=asked, buffer=buffer
+    )

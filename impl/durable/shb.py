@@ -39,7 +39,9 @@ its release state (:class:`~gapless.impl.durable.release.ShbRelease`: ``latestDe
   back until it has ``n`` events or the timer fires (a group commit: one PFS sync per ``n``).
 * **leaving and moving** [DUR §1 item 5, §3]: :func:`on_unsubscribe` drops a subscriber;
   :func:`on_move_in`, :func:`on_unregister` and :func:`on_unregistered` carry out
-  reconnect-anywhere (:mod:`gapless.impl.durable.shb_move`, ``spec/durable.md``).
+  reconnect-anywhere (:mod:`gapless.impl.durable.shb_move`, ``spec/durable.md``); in ack mode
+  ``SHB`` the new SHB first fetches the CT the old one keeps (:func:`on_checkpoint_query`,
+  :func:`on_checkpoint_answer`).
 
 The state, the constream and a catchup stream's step live in
 :mod:`gapless.impl.durable.shb_core`; this module re-exports the public names.
@@ -108,6 +110,8 @@ from gapless.impl.durable.shb_core import (
 )
 from gapless.impl.durable.shb_inputs import (
     Ack,
+    CheckpointAnswer,
+    CheckpointQuery,
     Emit,
     Lost,
     MoveIn,
@@ -120,6 +124,10 @@ from gapless.impl.durable.shb_inputs import (
 from gapless.impl.durable.shb_move import (
     activations,
     drop,
+    drop_fetching,
+    fetch_retries,
+    on_checkpoint_answer,
+    on_checkpoint_query,
     on_move_in,
     on_unregister,
     on_unregistered,
@@ -138,6 +146,8 @@ from gapless.impl.streams import KnowledgeStream
 
 __all__ = [
     "Ack",
+    "CheckpointAnswer",
+    "CheckpointQuery",
     "Emit",
     "Lost",
     "MoveIn",
@@ -153,6 +163,8 @@ __all__ = [
     "Unregistered",
     "Unsubscribe",
     "on_ack",
+    "on_checkpoint_answer",
+    "on_checkpoint_query",
     "on_connect",
     "on_disconnect",
     "on_knowledge",
@@ -348,7 +360,10 @@ def on_connect(state: ShbState, inp: Connect, now: int) -> tuple[ShbState, Effec
 
 
 def on_disconnect(state: ShbState, inp: Disconnect, now: int) -> tuple[ShbState, Effects]:
-    """The connection ended; the subscription and its records stay."""
+    """The connection ended; the subscription and its records stay. A subscriber whose move
+    here waited for its CT (ack mode SHB) abandons that move here."""
+    if inp.subscriber in state.fetching and inp.subscriber not in state.sessions:
+        return drop_fetching(state, inp.subscriber), ()
     if inp.subscriber not in state.sessions:
         return state, reject(f"disconnect at {state.config.shb!r}: not connected", inp)
     detail = DurDisconnect(subscriber=inp.subscriber, shb=state.config.shb)
@@ -531,4 +546,5 @@ def on_tick(state: ShbState, inp: Tick, now: int) -> tuple[ShbState, Effects]:
     for p in state.config.pubends:
         state, fx = catchups(state, p)
         effects.extend(fx)
-    return state, (*effects, *unregister)
+    state, fx = fetch_retries(state, now)
+    return state, (*effects, *fx, *unregister)

@@ -18,7 +18,7 @@ from gapless.impl.durable.messages import EventMessage
 from gapless.impl.durable.pfs import PAPER_PFS, PfsPolicy, PfsStream
 from gapless.impl.durable.records import DurMessage, DurSwitchover
 from gapless.impl.durable.release import AckMode, ShbRelease, shb_delivered
-from gapless.impl.durable.shb_inputs import Emit
+from gapless.impl.durable.shb_inputs import Emit, MoveIn
 from gapless.impl.durable.storage import Flush, PutLatestDelivered
 from gapless.impl.effects import Rejected, Send
 from gapless.impl.errors import ProtocolMisuse
@@ -140,6 +140,8 @@ class Session:
     connection: int
     position: PMap[str, int]
     catchup: PMap[str, int] = attrs.field(factory=pmap)
+    #: per pubend in catchup, the stream's PFS read buffer (:mod:`~gapless.impl.durable.catchup`)
+    reads: PMap[str, tuple[int, ...]] = attrs.field(factory=pmap)
 
 
 @final
@@ -176,6 +178,9 @@ class ShbState:
     catching: PSet[str] = attrs.field(factory=pset)
     #: subscribers that moved here whose previous SHB has not confirmed dropping them
     moving: PSet[str] = attrs.field(factory=pset)
+    #: ack mode ``SHB``: moves waiting for the CT the previous SHB keeps (``ct`` None), or
+    #: holding it while it lies beyond latestDelivered here (soft: a crash forgets them)
+    fetching: PMap[str, MoveIn] = attrs.field(factory=pmap)
     next_number: int = 0
     views: PMap[str, PubendView] = attrs.field(factory=pmap)
 
@@ -365,6 +370,7 @@ def step_catchup(state: ShbState, name: str, p: str) -> tuple[ShbState, Effects]
         pfs=view.pfs,
         window=state.config.catchup_window or state.config.window,
         refilter_upto=state.subs[name].refilter_upto.get(p, -1),
+        buffer=sess.reads.get(p, ()),
     )
     effects: list[Any] = [deliver(state, name, m) for m in step.messages]
     effects.extend(
@@ -372,10 +378,13 @@ def step_catchup(state: ShbState, name: str, p: str) -> tuple[ShbState, Effects]
         for a, b in step.nacks
     )
     catchup = sess.catchup.set(p, step.asked)
+    reads = sess.reads.set(p, step.buffer) if step.buffer else sess.reads.discard(p)
     if step.position >= state.config.policy.switchover_at(ld):
         catchup = catchup.remove(p)
+        reads = reads.discard(p)
         effects.append(Emit(kind="dur_switchover", detail=DurSwitchover(subscriber=name, pubend=p)))
-    new = attrs.evolve(sess, position=sess.position.set(p, step.position), catchup=catchup)
+    position = sess.position.set(p, step.position)
+    new = attrs.evolve(sess, position=position, catchup=catchup, reads=reads)
     if new == sess:
         return state, ()
     catching = state.catching if catchup else state.catching.discard(name)

@@ -12,6 +12,8 @@ from gapless.impl.durable.ct import CheckpointToken
 
 __all__ = [
     "Ack",
+    "CheckpointAnswer",
+    "CheckpointQuery",
     "Emit",
     "Lost",
     "MoveIn",
@@ -48,12 +50,14 @@ class Unsubscribe:
 class MoveIn:
     """Reconnect-anywhere [DUR §1 item 5]: durable subscriber ``subscriber`` (filter
     ``filter``), registered at SHB ``previous``, connects here presenting ``ct``
-    (``spec/durable.md``, "Reconnect-anywhere")."""
+    (``spec/durable.md``, "Reconnect-anywhere"). In ack mode ``SHB`` it presents none
+    (``ct`` None): its CT is in ``previous``'s database [DUR §5.2], and this SHB asks for it
+    (:class:`CheckpointQuery`)."""
 
     subscriber: str
     filter: str
     previous: str
-    ct: CheckpointToken
+    ct: CheckpointToken | None
     connection: int = 0
     #: how many times this subscriber has moved, this move included: the subscriber counts
     #: its own moves, so that a late :class:`Unregister` from an earlier move is told apart
@@ -68,6 +72,30 @@ class Unregister:
 
     subscriber: str
     by: str
+    generation: int = 1
+
+
+@final
+@attrs.frozen(kw_only=True)
+class CheckpointQuery:
+    """From SHB ``by``, where ``subscriber`` moved (its move number ``generation``) in ack
+    mode ``SHB``: which CT does this SHB keep of it? [DUR §5.2] (``spec/durable.md``,
+    "Moves in the second acknowledgement mode")."""
+
+    subscriber: str
+    by: str
+    generation: int = 1
+
+
+@final
+@attrs.frozen(kw_only=True)
+class CheckpointAnswer:
+    """The answer to :class:`CheckpointQuery` for move ``generation``: ``ct``, the CT SHB
+    ``shb`` keeps of ``subscriber`` (committed: its ``released(s, p)`` for every pubend)."""
+
+    subscriber: str
+    shb: str
+    ct: CheckpointToken
     generation: int = 1
 
 

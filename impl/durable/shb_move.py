@@ -34,8 +34,22 @@ SHB side of it:
    moved back since: that record is the newer one).
 
 So at every moment an active record at or below the subscriber's acknowledged CT holds
-``Tr(p)`` down. :func:`drop` is also what :func:`~gapless.impl.durable.shb.on_unsubscribe`
-does.
+``Tr(p)`` down.
+
+**In ack mode SHB** [DUR §5.2] the subscriber has no CT to present: it is in the old SHB's
+database. Step 1 is then preceded by a fetch (``spec/durable.md``, "Moves in the second
+acknowledgement mode"): :func:`on_move_in` with no CT keeps the move in ``fetching`` and sends
+:class:`CheckpointQuery` to the old SHB (again on every timer, :func:`fetch_retries`, until it
+is answered). The old SHB answers (:func:`on_checkpoint_query`) with its committed CT — its
+record's ``released(s, p)``, which is the CT it keeps — only while the subscriber is not
+connected there (no ack can raise it after the answer) and its record there is active (a
+pending record's acks are not committed); otherwise it stays silent and is asked again.
+:func:`on_checkpoint_answer` then does step 1 at that CT (or keeps it while the CT lies beyond
+latestDelivered here, retrying on the timer). The registered CT is the old record's
+``released(s, p)``, at or below what the subscriber acknowledged: the proved
+``release_move_fetch`` step.
+
+:func:`drop` is also what :func:`~gapless.impl.durable.shb.on_unsubscribe` does.
 """
 
 from __future__ import annotations
@@ -59,7 +73,14 @@ from gapless.impl.durable.shb_core import (
     release_moved,
     step_catchup,
 )
-from gapless.impl.durable.shb_inputs import Emit, MoveIn, Unregister, Unregistered
+from gapless.impl.durable.shb_inputs import (
+    CheckpointAnswer,
+    CheckpointQuery,
+    Emit,
+    MoveIn,
+    Unregister,
+    Unregistered,
+)
 from gapless.impl.durable.storage import (
     DropSubscriber,
     Flush,
@@ -70,7 +91,18 @@ from gapless.impl.durable.storage import (
 from gapless.impl.effects import Send
 from gapless.impl.filters import FilterSyntaxError, parse_filter
 
-__all__ = ["activations", "drop", "move_row", "on_move_in", "on_unregister", "on_unregistered"]
+__all__ = [
+    "activations",
+    "drop",
+    "drop_fetching",
+    "fetch_retries",
+    "move_row",
+    "on_checkpoint_answer",
+    "on_checkpoint_query",
+    "on_move_in",
+    "on_unregister",
+    "on_unregistered",
+]
 
 
 def drop(state: ShbState, name: str) -> tuple[ShbState, list[Any]]:
@@ -110,13 +142,21 @@ def on_move_in(state: ShbState, inp: MoveIn, now: int) -> tuple[ShbState, Effect
     name, shb = inp.subscriber, state.config.shb
     if name in state.subs:
         return state, reject(f"move to {shb!r}: {name!r} is already hosted here", inp)
-    if not isinstance(inp.ct, CheckpointToken) or inp.previous == shb:
-        return state, reject(f"move to {shb!r}: needs a checkpoint token and another SHB", inp)
+    fetch = inp.ct is None and state.config.ack_mode is AckMode.SHB
+    if not (fetch or isinstance(inp.ct, CheckpointToken)) or inp.previous == shb:
+        why = "needs a checkpoint token (none only in ack mode SHB) and another SHB"
+        return state, reject(f"move to {shb!r}: {why}", inp)
     try:
         flt = parse_filter(inp.filter)
     except FilterSyntaxError as err:
         return state, reject(f"move to {shb!r}: bad filter: {err}", inp)
-    start = {p: inp.ct.at(p) for p in state.config.pubends}
+    ct = inp.ct
+    if ct is None:  # ack mode SHB: ask the previous SHB for the CT it keeps
+        if state.fetching.get(name) == inp:
+            return state, ()  # already asking
+        state = attrs.evolve(state, fetching=state.fetching.set(name, inp))
+        return state, (_query(state, inp),)
+    start = {p: ct.at(p) for p in state.config.pubends}
     for p, t in start.items():
         if t > state.latest_delivered(p):
             why = f"CT {t} for {p} beyond latestDelivered {state.latest_delivered(p)}; retry"
@@ -219,3 +259,82 @@ def on_unregistered(state: ShbState, msg: Unregistered, now: int) -> tuple[ShbSt
     # the row forgets the previous SHB (its start no longer matters: the record is active)
     row = move_row(sub, {})
     return state, (row, Flush())
+
+
+# ------------------------------------------------------------------------------ ack mode SHB
+
+
+def _query(state: ShbState, move: MoveIn) -> Send:
+    msg = CheckpointQuery(
+        subscriber=move.subscriber, by=state.config.shb, generation=move.generation
+    )
+    return Send(to=move.previous, msg=msg)
+
+
+def on_checkpoint_query(
+    state: ShbState, msg: CheckpointQuery, now: int
+) -> tuple[ShbState, Effects]:
+    """At the old SHB (module doc): answer with the CT kept of ``msg.subscriber`` — its
+    committed ``released(s, p)`` — unless it is still connected here or its record is pending
+    (then stay silent: asked again on the new SHB's timer), or the query is from an earlier
+    move (the subscriber has moved here since). The state never changes."""
+    shb, name = state.config.shb, msg.subscriber
+    sub = state.subs.get(name)
+    if sub is None or state.config.ack_mode is not AckMode.SHB:
+        why = "not hosted here" if sub is None else "this SHB keeps no CT (ack mode subscriber)"
+        return state, reject(f"checkpoint query at {shb!r}: {name!r} {why}", msg)
+    if sub.generation >= msg.generation or name in state.sessions:
+        return state, ()
+    if any(name in v.release.pending for v in state.views.values()):
+        return state, ()
+    ct = CheckpointToken.of({p: v.release.records[name].released for p, v in state.views.items()})
+    answer = CheckpointAnswer(subscriber=name, shb=shb, ct=ct, generation=msg.generation)
+    return state, (Send(to=msg.by, msg=answer),)
+
+
+def _register_fetched(state: ShbState, move: MoveIn, now: int) -> tuple[ShbState, Effects]:
+    """Step 1 at the fetched CT; while it lies beyond latestDelivered here, keep it."""
+    name = move.subscriber
+    rest = attrs.evolve(state, fetching=state.fetching.remove(name))
+    if name in state.subs:
+        return rest, ()
+    new, fx = on_move_in(rest, move, now)
+    if new is rest:  # refused: the constream here has not reached the CT yet
+        if state.fetching[name] == move:
+            return state, ()
+        return attrs.evolve(state, fetching=state.fetching.set(name, move)), ()
+    return new, fx
+
+
+def on_checkpoint_answer(
+    state: ShbState, msg: CheckpointAnswer, now: int
+) -> tuple[ShbState, Effects]:
+    """At the new SHB: the CT the old SHB keeps arrived; register the move at it (module
+    doc). An answer nobody here waits for (late, repeated, of another move) is ignored."""
+    name = msg.subscriber if isinstance(msg, CheckpointAnswer) else None
+    move = state.fetching.get(name) if name is not None else None
+    if move is None or move.ct is not None or move.generation != msg.generation:
+        return state, ()
+    if not isinstance(msg.ct, CheckpointToken) or msg.shb != move.previous:
+        return state, reject(f"checkpoint answer at {state.config.shb!r}: malformed", msg)
+    return _register_fetched(state, attrs.evolve(move, ct=msg.ct), now)
+
+
+def fetch_retries(state: ShbState, now: int) -> tuple[ShbState, Effects]:
+    """On the timer: ask again for every CT not yet answered; try again to register every
+    fetched one."""
+    effects: list[Any] = []
+    for name in sorted(state.fetching):
+        move = state.fetching[name]
+        if move.ct is None:
+            effects.append(_query(state, move))
+        else:
+            state, fx = _register_fetched(state, move, now)
+            effects.extend(fx)
+    return state, tuple(effects)
+
+
+def drop_fetching(state: ShbState, name: str) -> ShbState:
+    """The subscriber disconnected while its CT was being fetched: the move is abandoned
+    here (nothing was registered); it moves again when it reconnects."""
+    return attrs.evolve(state, fetching=state.fetching.discard(name))

@@ -34,6 +34,8 @@ class StoreRecoveryMachine(MoveMachine):
         for s in self.subs.values():
             if s.home == b:
                 s.connected = False
+                if s.fetching_from is not None:  # ack mode SHB: its CT was being fetched
+                    s.home, s.fetching_from = s.fetching_from, None
         self.store[b], got = self.store[b].restart()
         t = got.tables
         moves = {m.name: m for m in t.moves.values()}

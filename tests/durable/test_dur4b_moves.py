@@ -116,12 +116,6 @@ def test_moves_and_older_cts_in_subscriber_mode() -> None:
     assert ct_old != acked[-1]
 
 
-def test_in_shb_mode_a_move_reconnects_where_the_ct_is_kept() -> None:
-    out = simulate(_spec(ack_mode="shb"), MOVES, 1, record_trace=True)
-    assert out.verdict == "pass", out.explanation
-    assert {shb for _t, shb, _ct in _connects(out.trace, "shb1.u0")} == {"shb1"}
-
-
 def _forgetful_recovery(binding: Any) -> None:
     """The binding's recovery before moves were written: every subscriber the SHB hosted,
     recovered as if it had subscribed there."""

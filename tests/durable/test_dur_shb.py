@@ -21,6 +21,7 @@ from typing import Any
 
 import attrs
 import pytest
+from _dur_harness import Judge, ScriptedPubend, carry_out, context, expected_events
 from hypothesis import Phase, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import (
@@ -36,10 +37,9 @@ from gapless.impl.durable import release as rl
 from gapless.impl.durable.ct import CheckpointToken
 from gapless.impl.durable.messages import EventMessage, GapMessage
 from gapless.impl.durable.pfs import PfsStream
-from gapless.impl.durable.records import DurCrash, DurEvent, DurRelease
+from gapless.impl.durable.records import DurCrash
 from gapless.impl.durable.shb import (
     Ack,
-    Emit,
     Lost,
     ShbConfig,
     ShbPolicy,
@@ -59,87 +59,20 @@ from gapless.impl.durable.shb import (
     shb_start,
 )
 from gapless.impl.durable.storage import (
-    DropSubscriber,
-    Flush,
-    PfsAppend,
-    PfsChop,
     PfsSync,
-    PutCheckpoint,
-    PutLatestDelivered,
-    PutPfsMeta,
-    PutReleased,
     StorageOrderError,
 )
-from gapless.impl.effects import Rejected, Send
+from gapless.impl.effects import Rejected
 from gapless.impl.errors import ProtocolMisuse
 from gapless.impl.filters import parse_filter
-from gapless.impl.gd.messages import Data, Knowledge, Nack
+from gapless.impl.gd.messages import Knowledge, Nack
 from gapless.impl.inputs import Connect, Disconnect
-from gapless.impl.trace import TraceRecord
-from gapless.invariants.checker import Checker
-from gapless.invariants.durable import PLUGINS
-from gapless.invariants.plugin import CheckContext
 from gapless.models.durable_store import MemoryStore
 
 PUBENDS = ("p", "q")
 FILTERS = {"s0": "*", "s1": 'k == "a"', "s2": 'k == "b"'}
 SHB = "shb"
-STORAGE = (
-    DropSubscriber,
-    Flush,
-    PfsAppend,
-    PfsChop,
-    PfsSync,
-    PutCheckpoint,
-    PutLatestDelivered,
-    PutPfsMeta,
-    PutReleased,
-)
-
-
-def _matches(flt: str, attributes: Any) -> bool:
-    return parse_filter(flt).matches(attributes)
-
-
-CTX = CheckContext(
-    subscriptions=(),
-    cell_of={},
-    cell_tree=(),
-    pubend_host=dict.fromkeys(PUBENDS, "phb"),
-    merged=(),
-    roles={SHB: "shb", "phb": "phb"},
-    min_repetition_us=0,
-    matches=_matches,
-    logged=lambda _p: None,
-    payload_attributes=lambda _x: None,
-)
-
-
-class Pubend:
-    """The scripted pubend of one pubend name: its release state and its events."""
-
-    def __init__(self, name: str) -> None:
-        self.rel = rl.PubendRelease(pubend=name)
-        self.events: dict[int, Data] = {}
-
-    def answer(self, start: int, end: int) -> list[Any]:
-        """A nack's answer: L for released ticks, data, silence up to T(p)."""
-        out: list[Any] = []
-        rt, name = self.rel.released_through, self.rel.pubend
-        if start <= rt:
-            out.append(Lost(pubend=name, start=start, end=min(end, rt)))
-            start = rt + 1
-        silence: list[tuple[int, int]] = []
-        for t in range(start, min(end, self.rel.clock) + 1):
-            if t in self.events:
-                out.append(Knowledge(pubend=name, data=self.events[t], retransmission=True))
-            elif silence and silence[-1][1] + 1 == t:
-                silence[-1] = (silence[-1][0], t)
-            else:
-                silence.append((t, t))
-        if silence:
-            out.append(Knowledge(pubend=name, silence=tuple(silence), retransmission=True))
-        return out
+CTX = context(PUBENDS, {SHB: "shb", "phb": "phb"})
 
 
 @attrs.define
@@ -163,14 +96,13 @@ class ShbMachine(RuleBasedStateMachine):
 
     def __init__(self) -> None:
         super().__init__()
-        self.pubs = {p: Pubend(p) for p in PUBENDS}
+        self.pubs = {p: ScriptedPubend(p) for p in PUBENDS}
         self.down: deque[Any] = deque()  # to the SHB
         self.up: deque[Any] = deque()  # to the pubend
         self.store = MemoryStore()
         self.subs: dict[str, Sub] = {}
         self.numbers: dict[str, int] = {}
-        self.checker = Checker(CTX, plugins=PLUGINS)
-        self.seq = 0
+        self.judge = Judge(CTX)
         self.config = ShbConfig(shb=SHB, upstream="phb", pubends=PUBENDS, window=3)
         self.shb: ShbState = shb_start(self.config)
         self.rejected: list[Rejected] = []
@@ -181,28 +113,29 @@ class ShbMachine(RuleBasedStateMachine):
 
     # ---------------------------------------------------------------- plumbing
 
+    @property
+    def seq(self) -> int:
+        return self.judge.seq
+
+    @seq.setter
+    def seq(self, value: int) -> None:
+        self.judge.seq = value
+
     def record(self, node: str, kind: str, detail: object) -> None:
-        r = TraceRecord(seq=self.seq, time=self.seq, node=node, kind=kind, detail=detail)
-        self.seq += 1
-        self.checker.observe(r)
-        v = self.checker.violation
-        if v is not None:
-            raise AssertionError(v.explain())
+        self.judge.record(node, kind, detail)
 
     def run(self, handler: Any, inp: Any) -> None:
         self.shb, effects = handler(self.shb, inp, self.seq)
-        for e in effects:
-            if isinstance(e, Emit):
-                self.record(SHB, e.kind, e.detail)
-                if e.kind == "dur_message":
-                    self.consume(e.detail.subscriber, e.detail.message)
-            elif isinstance(e, Send):
-                self.up.append(e.msg)
-            elif isinstance(e, STORAGE):
-                self.store.apply([e])
-            else:
-                assert isinstance(e, Rejected), e
-                self.rejected.append(e)
+        self.rejected.extend(
+            carry_out(
+                SHB,
+                effects,
+                judge=self.judge,
+                store=self.store,
+                message=self.consume,
+                send=lambda e: self.up.append(e.msg),
+            )
+        )
 
     def consume(self, name: str, m: Any) -> None:
         s = self.subs[name]
@@ -215,7 +148,7 @@ class ShbMachine(RuleBasedStateMachine):
     def configure(self, mode: rl.AckMode, mr: int | None = None) -> None:
         """Who keeps CT; maxRetain (None: early release off) [DUR §2, §3]."""
         for p in PUBENDS:
-            self.pubs[p].rel = rl.PubendRelease(pubend=p, max_retain=mr)
+            self.pubs[p] = ScriptedPubend(p, max_retain=mr)
         self.config = ShbConfig(
             shb=SHB,
             upstream="phb",
@@ -244,14 +177,7 @@ class ShbMachine(RuleBasedStateMachine):
 
     @rule(p=st.sampled_from(PUBENDS), k=st.sampled_from("ab"), skip=st.integers(0, 2))
     def publish(self, p: str, k: str, skip: int) -> None:
-        pub = self.pubs[p]
-        tick = pub.rel.clock + 1 + skip
-        data = Data(pubend=p, tick=tick, attributes={"k": k})
-        silence = ((pub.rel.clock + 1, tick - 1),) if skip else ()
-        pub.rel = rl.pubend_publish(pub.rel, tick, data)
-        pub.events[tick] = data
-        self.record("phb", "dur_event", DurEvent(pubend=p, tick=tick, attributes={"k": k}))
-        self.down.append(Knowledge(pubend=p, silence=silence, data=data))
+        self.down.append(self.pubs[p].publish(self.judge, k, skip))
 
     @rule(p=st.sampled_from(PUBENDS), n=st.integers(1, 6))
     def time_passes(self, p: str, n: int) -> None:
@@ -264,10 +190,7 @@ class ShbMachine(RuleBasedStateMachine):
     @rule(p=st.sampled_from(PUBENDS))
     def heartbeat(self, p: str) -> None:
         """T(p) advances by a silent tick, announced downstream."""
-        pub = self.pubs[p]
-        t = pub.rel.clock + 1
-        pub.rel = rl.pubend_clock(pub.rel, t)
-        self.down.append(Knowledge(pubend=p, silence=((t, t),)))
+        self.down.append(self.pubs[p].heartbeat())
 
     @precondition(lambda self: bool(self.down))
     @rule(drop=st.booleans())
@@ -290,21 +213,7 @@ class ShbMachine(RuleBasedStateMachine):
         if isinstance(msg, Nack):
             self.down.extend(self.pubs[msg.pubend].answer(msg.start, msg.end))
             return
-        pub = self.pubs[msg.pubend]
-        pub.rel, rej = rl.pubend_on_report(pub.rel, msg, (SHB,))
-        assert not rej, rej
-        new = rl.pubend_release_step(pub.rel)
-        if new.released_through != pub.rel.released_through:
-            d = DurRelease(
-                pubend=msg.pubend,
-                through=new.released_through,
-                tr=new.tr,
-                td=new.td,
-                clock=new.clock,
-                max_retain=new.max_retain,
-            )
-            self.record("phb", "dur_release", d)
-        pub.rel = new
+        self.pubs[msg.pubend].hear(self.judge, msg, (SHB,))
 
     @rule()
     def tick(self) -> None:
@@ -438,25 +347,16 @@ class ShbMachine(RuleBasedStateMachine):
             self.to_shb(drop=False)
 
     def teardown(self) -> None:
-        if self.checker.violation is not None:
+        if self.judge.checker.violation is not None:
             return
         self.drain()
-        end = TraceRecord(seq=self.seq, time=self.seq, node="-", kind="fault", detail="end")
-        v = self.checker.finish(end)
-        assert v is None, v.explain()
+        self.judge.finish()
         for name, s in self.subs.items():
             for p in PUBENDS:
-                msgs = [m for m in s.log if m.pubend == p]
-                gaps = [(m.t0, m.t) for m in msgs if isinstance(m, GapMessage)]
-                want = [
-                    t
-                    for t, d in sorted(self.pubs[p].events.items())
-                    if t > s.presented[p]
-                    and parse_filter(FILTERS[name]).matches(d.attributes)
-                    and not any(a < t <= b for a, b in gaps)
-                ]
-                got = [m.t for m in msgs if isinstance(m, EventMessage)]
-                assert got == want, (name, p, s.presented[p], got, want, gaps)
+                got, want = expected_events(
+                    self.pubs[p].events, s.presented[p], FILTERS[name], s.log, p
+                )
+                assert got == want, (name, p, s.presented[p], got, want)
                 assert self.shb.sessions[name].position[p] == self.shb.latest_delivered(p)
                 assert not self.shb.sessions[name].catchup
         self.pfs_is_precise()
@@ -477,7 +377,9 @@ class ShbMachine(RuleBasedStateMachine):
                 for name, ct in self.joined.items():
                     if name in self.left and rec.timestamp > self.left[name][p]:
                         assert name not in named, (name, rec)  # it left: no new records
-                    elif ct[p] < rec.timestamp and _matches(FILTERS[name], data.attributes):
+                    elif ct[p] < rec.timestamp and parse_filter(FILTERS[name]).matches(
+                        data.attributes
+                    ):
                         assert name in named, (name, rec)
 
 
