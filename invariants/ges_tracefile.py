@@ -40,6 +40,10 @@ shaped like guaranteed delivery's (:mod:`gapless.invariants.tracefile`), end rec
   it, or whose count or digest disagrees, is refused: judging a prefix of a run gives false
   liveness violations.
 
+Files are written by :func:`gapless.invariants.trace_envelope.write_envelope` (compact JSON,
+written atomically); the reader checks the digest of each line as it is in the file, so files
+written before, one ``json.dumps(..., sort_keys=True)`` line each, still read.
+
 ``gapless simulate --scenario ges-roam --trace FILE`` writes one; ``gapless check FILE``
 judges it and gives the verdict the online checker gave. A malformed file raises
 :class:`~gapless.invariants.tracefile.TraceFileError` naming the line and the field.
@@ -64,6 +68,7 @@ from gapless.impl.ges.storage import ClientRecord
 from gapless.impl.inputs import Connect, Disconnect, Persisted
 from gapless.impl.trace import Dropped, Fault, Published, Sent, TraceRecord
 from gapless.invariants.ges import INVARIANTS, GESChecker, GESContext
+from gapless.invariants.trace_envelope import write_envelope
 from gapless.invariants.tracefile import TraceFileError
 from gapless.invariants.violation import Violation
 
@@ -243,22 +248,14 @@ def write_ges_trace(
         "live_end": live_end,
         "meta": dict(meta or {}),
     }
-    lines = [json.dumps(header, sort_keys=True)]
+    rows: list[dict[str, Any]] = []
     for r in records:
         if r.kind not in _KINDS:
             continue
         for detail in _details_out(ctx, r):
-            row = {"seq": len(lines) - 1, "time": r.time, "node": r.node, "kind": r.kind}
-            lines.append(json.dumps({**row, "detail": detail}, sort_keys=True))
-    digest = hashlib.sha256()
-    for line in lines:
-        digest.update(line.encode("utf-8") + b"\n")
-    lines.append(json.dumps({"end": {"records": len(lines) - 1, "sha256": digest.hexdigest()}}))
-    target = Path(path)
-    tmp = target.with_name(target.name + ".tmp")
-    tmp.write_text("\n".join(lines) + "\n", encoding="utf-8")
-    os.replace(tmp, target)
-    return len(lines) - 2
+            row = {"seq": len(rows), "time": r.time, "node": r.node, "kind": r.kind}
+            rows.append({**row, "detail": detail})
+    return write_envelope(path, header, rows)
 
 
 # ------------------------------------------------------------------------------- reading

@@ -20,15 +20,18 @@ percent of the events. GES routes an event only toward the nodes of its matching
 [GES "The problem of event delivery"]; the ``flooding`` variant (the paper's strawman: "route
 all events to all clients") routes every event to every node, whatever ``R``.
 
-Each run publishes a Poisson stream for :data:`DURATION_US` and drains; the latency of an
-event is the time from its publication to its delivery to ``n10.m``. Every run is judged
-online by every invariant (flooding by all but ``selective_routing``, the one it breaks).
+Each run publishes a Poisson stream for :data:`DURATION_US` (longer at a low rate: about
+:data:`MIN_EVENTS` events, :func:`duration_us`) and drains; the latency of an event is the
+time from its publication to its delivery to ``n10.m``. Every run is judged online by every
+invariant (flooding by all but ``selective_routing``, the one it breaks). The publish rate is
+a parameter of every run (:func:`measure`, :func:`latency_workload`).
 :func:`latency_figures` runs every matching rate in :data:`MATCHING_RATES` for GES and for
 flooding at the load point (:data:`RATE`, :data:`SIZE`) on ``ges-dense`` (the JSON's
-``latency_ms``), the same on ``ges-sparse`` (``latency_ms_by_topology``), the p50 against the
-publish rate and against the event size for 100% and 10% (``by_rate_p50_ms``,
-``by_size_p50_ms``), and each topology's clustering
-coefficient.
+``latency_ms``), the same on ``ges-sparse`` (``latency_ms_by_topology``), the same on
+``ges-dense`` at every publish rate of :data:`RATES`, 1 to 1,000 events/s
+(``latency_ms_by_rate``: rate -> ``ges``/``flooding`` -> matching rate -> {p50, p99, stdev};
+``by_rate_p50_ms`` is its p50 at 100% and 10%), the p50 against the event size for 100% and
+10% (``by_size_p50_ms``), and each topology's clustering coefficient.
 """
 
 from __future__ import annotations
@@ -75,8 +78,11 @@ RATE: Final = 300
 """Events per second at the scenario's load point."""
 SIZE: Final = 500
 """Event size in bytes at the scenario's load point."""
-BY_RATE: Final = (50, 150)
-"""Publish rates measured besides :data:`RATE` (p50 against the rate)."""
+RATES: Final = (1, 10, 100, RATE, 1000)
+"""Publish rates swept on ``ges-dense`` at every matching rate (the paper: "from 1
+Event/Sec to around 1000 Events/second")."""
+MIN_EVENTS: Final = 40
+"""A run at a low rate publishes for long enough to publish about this many events."""
 BY_SIZE: Final = (30,)
 """Event sizes measured besides :data:`SIZE` (p50 against the size)."""
 DURATION_US: Final = 1_000_000
@@ -136,13 +142,20 @@ def latency_workload(
     return Workload(publishes=tuple(pubs), subscriptions=tuple(sorted(subs, key=lambda s: s.name)))
 
 
+def duration_us(rate: int) -> int:
+    """How long a run at ``rate`` events/s publishes: :data:`DURATION_US`, or long enough for
+    about :data:`MIN_EVENTS` events at a low rate (40 s at 1 event/s)."""
+    return max(DURATION_US, -(-MIN_EVENTS * 1_000_000 // rate))
+
+
 def measure(
     topology: str, *, matching: int, flooding: bool, rate: int = RATE, size: int = SIZE
 ) -> dict[str, Any]:
     """One run: the measuring subscriber's latency (ms) {p50, p99, stdev, mean, n} and the
     event messages sent."""
     graph = latency_topology(topology)
-    wl = latency_workload(graph, matching=matching, rate=rate, size=size, duration_us=DURATION_US)
+    publishing = duration_us(rate)
+    wl = latency_workload(graph, matching=matching, rate=rate, size=size, duration_us=publishing)
     policy = VARIANTS["flooding"].policy if flooding else PAPER_POLICY
     binding = GESBinding(graph, wl, GESConfig(), policy)
     published: dict[int, int] = {}
@@ -173,7 +186,7 @@ def measure(
         observer=observe,
         max_events=20_000_000,
     )
-    world.run(duration_us=DURATION_US, drain_us=_DRAIN_US)
+    world.run(duration_us=publishing, drain_us=_DRAIN_US)
     end = TraceRecord(seq=world._rseq, time=world.now, node="-", kind="fault", detail="end")
     violation = checker.violation or checker.finish(end)
     got.sort()
@@ -211,33 +224,38 @@ def _ms(us: int | None) -> float | None:
     return None if us is None else round(us / 1000.0, 3)
 
 
-def _sweep(topology: str) -> dict[str, dict[int, dict[str, Any]]]:
+def _sweep(topology: str, rate: int = RATE) -> dict[str, dict[int, dict[str, Any]]]:
     return {
         kind: {
-            m: measure(topology, matching=m, flooding=kind == "flooding") for m in MATCHING_RATES
+            m: measure(topology, matching=m, flooding=kind == "flooding", rate=rate)
+            for m in MATCHING_RATES
         }
         for kind in ("ges", "flooding")
     }
 
 
-def latency_figures() -> dict[str, Any]:
-    """Every figure of the scenario (see module doc)."""
+def latency_figures(rates: tuple[int, ...] = RATES) -> dict[str, Any]:
+    """Every figure of the scenario (see module doc); ``rates``: the publish rates swept on
+    ``ges-dense`` at every matching rate (:data:`RATE` is always measured)."""
     dense = _sweep("ges-dense")
     sparse = _sweep("ges-sparse")
+    by_rate_runs = {r: dense if r == RATE else _sweep("ges-dense", r) for r in sorted(rates)}
     extra: list[dict[str, Any]] = []
-    by_rate: dict[str, dict[int, dict[int, float | None]]] = {}
     by_size: dict[str, dict[int, dict[int, float | None]]] = {}
     for kind, runs in dense.items():
-        by_rate[kind], by_size[kind] = {}, {}
+        by_size[kind] = {}
         for m in (100, 10):
             flood = kind == "flooding"
-            rates = {r: measure("ges-dense", matching=m, flooding=flood, rate=r) for r in BY_RATE}
             sizes = {z: measure("ges-dense", matching=m, flooding=flood, size=z) for z in BY_SIZE}
-            extra += [*rates.values(), *sizes.values()]
-            rates[RATE] = sizes[SIZE] = runs[m]
-            by_rate[kind][m] = {r: rates[r]["p50"] for r in sorted(rates)}
+            extra += sizes.values()
+            sizes[SIZE] = runs[m]
             by_size[kind][m] = {z: sizes[z]["p50"] for z in sorted(sizes)}
-    verdicts = [v["verdict"] for sw in (dense, sparse) for s in sw.values() for v in s.values()]
+    by_rate = {
+        kind: {m: {r: by_rate_runs[r][kind][m]["p50"] for r in by_rate_runs} for m in (100, 10)}
+        for kind in ("ges", "flooding")
+    }
+    sweeps = (dense, sparse, *(v for r, v in by_rate_runs.items() if r != RATE))
+    verdicts = [v["verdict"] for sw in sweeps for s in sw.values() for v in s.values()]
     verdicts += [v["verdict"] for v in extra]
     return {
         "topology": "ges-dense",
@@ -245,12 +263,18 @@ def latency_figures() -> dict[str, Any]:
         "capacity": {"service_us_per_event": SERVICE_US, "link_bytes_per_s": LINK_BYTES_PER_S},
         "latency_ms": _strip(dense),
         "latency_ms_by_topology": {"ges-dense": _strip(dense), "ges-sparse": _strip(sparse)},
+        "latency_ms_by_rate": {r: _strip(v) for r, v in by_rate_runs.items()},
         "by_rate_p50_ms": by_rate,
         "by_size_p50_ms": by_size,
         "event_messages": {
             k: {m: v["event_messages"] for m, v in s.items()} for k, s in dense.items()
         },
         "received": {k: {m: v["n"] for m, v in s.items()} for k, s in dense.items()},
+        "received_by_rate": {
+            r: {k: {m: x["n"] for m, x in s.items()} for k, s in v.items()}
+            for r, v in by_rate_runs.items()
+        },
+        "published_by_rate": {r: v["ges"][100]["published"] for r, v in by_rate_runs.items()},
         "published": dense["ges"][100]["published"],
         "runs": len(verdicts),
         "runs_passed": verdicts.count("pass"),
@@ -278,6 +302,10 @@ def latency_pass_marks(m: dict[str, Any]) -> dict[str, bool]:
     marks["measuring subscriber got every event"] = all(
         n == m["published"] for s in m["received"].values() for n in s.values()
     )
+    for rate, runs in m.get("received_by_rate", {}).items():
+        marks[f"{rate} events/s: measuring subscriber got every event"] = all(
+            n == m["published_by_rate"][rate] for s in runs.values() for n in s.values()
+        )
     return marks
 
 

@@ -13,9 +13,11 @@ one copy crosses each link toward the destinations behind it [GES "Routing event
   client at those nodes, the epoch of the previous event destined to it.
 * :class:`Confirm` — a node delivered ``epoch`` to ``client`` (predicate count decrement).
 * :class:`LinkNews` — links that went down or up, flooded to every node.
-* :class:`ProfileNews` — clients' registrations, flooded to every node's gatekeeping view;
-  :class:`ProfileDigest` — the size and checksum of a node's registrations, sent to each
-  neighbour every tick so that lost news is made up (:mod:`gapless.impl.ges.propagation`).
+* :class:`ProfileNews` — clients' registrations at one node, sent to the gatekeepers of each
+  level that gate events into the units holding it (split at each hop by next hop, like an
+  event); :class:`ProfileAck` — a gatekeeper holds them (the node stops resending);
+  :class:`ProfileAsk` — a restarted gatekeeper asks a node for its current registrations
+  (:mod:`gapless.impl.ges.propagation`).
 * :class:`Handoff` — a client (re)connected at ``broker`` presenting ``presented`` for this
   storage, with its profile; :class:`HandoffAck` — the storage's cut and recovery queue.
 * The finer tier (``spec/ges.md``, "Finer-grained storages"): :class:`Replicate` — a system
@@ -59,7 +61,8 @@ __all__ = [
     "HandoffAck",
     "Held",
     "LinkNews",
-    "ProfileDigest",
+    "ProfileAck",
+    "ProfileAsk",
     "ProfileNews",
     "Recover",
     "Recovered",
@@ -284,6 +287,8 @@ class Routed:
         | SysForward
         | SysAck
         | SysNack
+        | ProfileAck
+        | ProfileAsk
     )
 
 
@@ -314,18 +319,37 @@ class LinkNews:
 @final
 @attrs.frozen(kw_only=True)
 class ProfileNews:
-    """Clients' registrations ``(client, connection, node, profile)``."""
+    """Registrations ``(client, connection, node, profile)`` of clients at node ``origin``, on
+    their way to the gatekeepers ``dests``; ``visited``: the nodes it has been at; ``since``:
+    the restart time of the gatekeeper whose :class:`ProfileAsk` it answers (-1: none)."""
 
+    origin: str
     entries: tuple[tuple[str, int, str, str], ...]
+    dests: tuple[str, ...]
+    visited: frozenset[str] = frozenset()
+    since: int = -1
 
 
 @final
 @attrs.frozen(kw_only=True)
-class ProfileDigest:
-    """How many registrations the sender holds and the checksum of their ids."""
+class ProfileAck:
+    """Gatekeeper ``gatekeeper`` holds the registrations ``ids`` ``(client, number)`` that
+    node ``origin`` sent it (or newer ones)."""
 
-    count: int
-    checksum: int
+    origin: str
+    gatekeeper: str
+    ids: tuple[tuple[str, int], ...]
+
+
+@final
+@attrs.frozen(kw_only=True)
+class ProfileAsk:
+    """Gatekeeper ``gatekeeper``, restarted at ``since`` with an empty table, asks node
+    ``origin`` for the registrations of the clients attached there."""
+
+    origin: str
+    gatekeeper: str
+    since: int
 
 
 @final
@@ -427,6 +451,10 @@ def _body(b: Any) -> GesWire:
         return GesWire(kind="sys_ack", storage=b.storage, unit=b.unit, seq=b.upto)
     if t is SysNack:
         return GesWire(kind="sys_nack", storage=b.storage, unit=b.unit, seq=b.want)
+    if t is ProfileAck:
+        return GesWire(kind="profile_ack", unit=b.gatekeeper)
+    if t is ProfileAsk:
+        return GesWire(kind="profile_ask", unit=b.gatekeeper)
     return GesWire(kind="other")
 
 
@@ -441,9 +469,7 @@ def wire(msg: Any) -> GesWire:
     if type(msg) is LinkNews:
         return GesWire(kind="link_news")
     if type(msg) is ProfileNews:
-        return GesWire(kind="profile_news")
-    if type(msg) is ProfileDigest:
-        return GesWire(kind="profile_digest")
+        return GesWire(kind="profile_news", dests=msg.dests)
     return GesWire(kind="other")
 
 

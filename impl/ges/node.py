@@ -78,7 +78,7 @@ from gapless.impl.ges.messages import (
 )
 from gapless.impl.ges.policy import GESPolicy
 from gapless.impl.ges.propagation import Interest, passes
-from gapless.impl.ges.records import Registration, Release, release_of
+from gapless.impl.ges.records import Registration, Release, registration_of, release_of
 from gapless.impl.ges.session import Session, change_profile, offer, start_session
 from gapless.impl.ges.storage import (
     ClientRecord,
@@ -87,7 +87,6 @@ from gapless.impl.ges.storage import (
     StoredEvent,
     confirm,
     confirm_unit,
-    edge_counts,
     handoff,
     recover,
     recovery_queue,
@@ -546,16 +545,11 @@ def _on_handoff(s: NodeState, st: StorageState, h: Handoff, now: int) -> tuple[N
             return _answer(s, st, h.client, old, done.old_broker, now)
         return s, ()
     s = attrs.evolve(s, store=st2)
-    reg = Registration(
-        storage=s.name,
-        client=h.client,
-        record=rec,
-        counts=edge_counts(st2, rec.profile, rec.broker),
-        old_broker=old.broker if old is not None else "",
-        old_counts=edge_counts(st2, old.profile, old.broker) if old is not None else (),
-    )
     s, effs = _releases(s, gone)
-    s, p = write(s, ("client", s.name, h.client), reg)
+    key = ("client", s.name, h.client)
+    if key in s.writes:  # the last registration is being written: this one is asked after it
+        return attrs.evolve(s, writes=s.writes.set(("deferred", *key), True)), effs
+    s, p = write(s, key, registration_of(st2, h.client, s.disk.get(key)))
     return s, (*effs, p)
 
 
@@ -687,11 +681,18 @@ def on_written(s: NodeState, key: Any, now: int) -> tuple[NodeState, Effects]:
         return route(attrs.evolve(s, store=st), ack.storage, ack, frozenset(), now)
     if kind == "client" and s.store is not None:
         reg: Registration = value
-        rec = s.store.clients.get(reg.client)
+        st = s.store  # the writes below leave it unchanged
+        effects: Effects = ()
+        if ("deferred", *key) in s.writes:  # a newer registration waited for this write
+            s = attrs.evolve(s, writes=s.writes.remove(("deferred", *key)))
+            s, p = write(s, key, registration_of(st, reg.client, reg))
+            effects = (p,)
+        rec = st.clients.get(reg.client)
         if rec is None or (rec.connection, rec.change) != (
             reg.record.connection,
             reg.record.change,
         ):
-            return s, ()
-        return _answer(s, s.store, reg.client, rec, reg.old_broker, now)
+            return s, effects
+        s, effs = _answer(s, st, reg.client, rec, reg.old_broker, now)
+        return s, (*effects, *effs)
     return s, ()

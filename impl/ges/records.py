@@ -16,7 +16,7 @@ from typing import final
 
 import attrs
 
-from gapless.impl.ges.storage import ClientRecord, StoredEvent
+from gapless.impl.ges.storage import ClientRecord, StorageState, StoredEvent, edge_counts
 
 __all__ = ["Registration", "Release", "release_of"]
 
@@ -61,4 +61,21 @@ def release_of(storage: str, ev: StoredEvent) -> Release:
         targets=tuple(sorted(ev.targets)),
         units=tuple(sorted(ev.units)),
         peers=tuple(sorted(ev.peers)),
+    )
+
+
+def registration_of(st: StorageState, client: str, before: Registration | None) -> Registration:
+    """The ``registration`` record of ``client``'s record in ``st`` now, after ``before`` (the
+    last one written, or None): the counts are those of ``st``'s graph when the write is
+    asked for, so they agree with the registrations durable when it completes (a storage's
+    writes complete in the order they were asked for)."""
+    rec = st.clients[client]
+    old = before.record if before is not None else None
+    return Registration(
+        storage=st.name,
+        client=client,
+        record=rec,
+        counts=edge_counts(st, rec.profile, rec.broker),
+        old_broker=old.broker if old is not None else "",
+        old_counts=edge_counts(st, old.profile, old.broker) if old is not None else (),
     )

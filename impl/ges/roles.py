@@ -15,10 +15,12 @@ here are the inputs:
 * ``Persisted`` — a write completed (:func:`~gapless.impl.ges.node.on_written`);
 * ``Receive`` — a routed message (forwarded, or handled when addressed here) or an event;
 * ``Connect`` / ``Disconnect`` — a client attaches (with its resume token and profile) or
-  leaves; an attachment is also a registration, flooded to every node's gatekeeping view
-  (:mod:`gapless.impl.ges.propagation`); ``Receive(ProfileNews)`` — registrations from
-  elsewhere; ``Receive(ProfileDigest)`` — a neighbour's digest (answered with the whole table
-  when it differs);
+  leaves; an attachment is also a registration, sent to the gatekeepers of each level that
+  gate events into the units holding this node (:mod:`gapless.impl.ges.propagation`);
+  ``Receive(ProfileNews)`` — registrations on their way to gatekeepers (merged here if this
+  node is one of them, acknowledged, and passed on toward the others);
+  ``Receive(ProfileAck)`` — a gatekeeper holds them; ``Receive(ProfileAsk)`` — a restarted
+  gatekeeper asks for the registrations of the clients attached here;
 * ``LinkChanged`` — a link is suspected (down) or trusted again (up), and the news flooded
   inside the unit the link lies in (:mod:`gapless.impl.ges.linkstate`); ``Receive(LinkNews)``
   — news from elsewhere;
@@ -26,7 +28,8 @@ here are the inputs:
   finer tier, its replicas and the unconfirmed part of recovery queues), and the
   handoffs no storage has answered yet; a cluster storage tells each system storage the
   replicas it still holds (``Held``, answered with ``Unreplicate`` where one is due: a lost
-  one is made up); send each live neighbour the digest of the registrations heard.
+  one is made up); resend the registrations a gatekeeper has not acknowledged, and a
+  restarted gatekeeper's asks that no node has answered.
 """
 
 from __future__ import annotations
@@ -43,7 +46,8 @@ from gapless.impl.ges.messages import (
     EventMsg,
     Held,
     LinkNews,
-    ProfileDigest,
+    ProfileAck,
+    ProfileAsk,
     ProfileNews,
     Retrieve,
     Routed,
@@ -64,7 +68,13 @@ from gapless.impl.ges.node import (
     unreplicate,
     write,
 )
-from gapless.impl.ges.propagation import merge
+from gapless.impl.ges.propagation import (
+    acknowledged,
+    gatekeepers,
+    merge,
+    origins,
+    spread,
+)
 from gapless.impl.inputs import (
     Connect,
     Disconnect,
@@ -84,8 +94,15 @@ Step = tuple[NodeState, tuple[Effect, ...]]
 
 def on_restart(s: NodeState, inp: Restart, now: int) -> Step:
     """Arm the tick; a cluster storage asks every system storage for what it lacks
-    (:mod:`gapless.impl.ges.tier`)."""
+    (:mod:`gapless.impl.ges.tier`); a gatekeeper restarted after boot (time 0: nobody has
+    registered yet) asks the nodes it gatekeeps for their clients' registrations
+    (:mod:`gapless.impl.ges.propagation`)."""
     s, effects = retrieve(s, now)
+    if now > 0:
+        asking = frozenset(origins(s.net.hierarchy, s.name))
+        s = attrs.evolve(s, interest=attrs.evolve(s.interest, asking=asking, since=now))
+        s, asks = _ask(s, now)
+        effects = (*effects, *asks)
     return s, (SetTimer(key=TICK, at=now + s.config.retry_us), *effects)
 
 
@@ -131,16 +148,14 @@ def on_receive(s: NodeState, inp: Receive, now: int) -> Step:
     msg = inp.msg
     if type(msg) is EventMsg:
         return forward_event(s, msg, now)
-    if type(msg) is Routed and type(msg.body) is Held and msg.dest == s.name:
-        return on_held(s, msg.body, now)
+    if type(msg) is Routed and msg.dest == s.name and type(msg.body) in _ROUTED_HERE:
+        return _ROUTED_HERE[type(msg.body)](s, msg.body, now)
     if type(msg) is Routed:
         return route(s, msg.dest, msg.body, msg.visited, now)
     if type(msg) is LinkNews:
         return on_news(s, msg, inp.sender)
     if type(msg) is ProfileNews:
-        return on_profile_news(s, msg, inp.sender)
-    if type(msg) is ProfileDigest:
-        return on_profile_digest(s, msg, inp.sender)
+        return on_profile_news(s, msg, now)
     return s, (Rejected(reason=f"GES node {s.name}: unknown message", input=msg),)
 
 
@@ -148,31 +163,99 @@ def on_connect(s: NodeState, inp: Connect, now: int) -> Step:
     s, effects = connect(s, inp.subscriber, inp.filter, inp.connection, inp.resume, now)
     sess = s.sessions[inp.subscriber]
     entry = (inp.subscriber, sess.number, s.name, sess.profile)
-    s, news = _register(s, (entry,), "")
+    s, news = _register(s, entry, now)
     return s, (*effects, *news)
 
 
-def _register(s: NodeState, entries: tuple[Any, ...], sender: str) -> Step:
-    """Merge registrations into this node's gatekeeping view; flood what was new."""
-    h, unreg = s.net.hierarchy, s.policy.unregister_unit
-    interest, new = merge(s.interest, entries, h, s.name, unreg)
+def _register(s: NodeState, entry: Any, now: int) -> Step:
+    """A client attached here registered: merge it into this node's own view and send it to
+    the gatekeepers of each level (:func:`gapless.impl.ges.propagation.gatekeepers`)."""
+    h = s.net.hierarchy
+    interest, new = merge(s.interest, (entry,), h, s.name, s.policy.unregister_unit)
     if not new:
         return s, ()
+    interest = spread(interest, entry, frozenset(gatekeepers(h, s.name)))
     s = attrs.evolve(s, interest=interest)
-    return s, _neighbours(s, ProfileNews(entries=new), sender)
+    return _spread(s, (entry[0],), now)
 
 
-def on_profile_news(s: NodeState, msg: ProfileNews, sender: str) -> Step:
-    return _register(s, msg.entries, sender)
+def _spread(s: NodeState, clients: tuple[str, ...], now: int, since: int = -1) -> Step:
+    """Send the registrations of ``clients`` to the gatekeepers still owed them: one
+    ``ProfileNews`` per set of gatekeepers owed, split at each hop like an event."""
+    groups: dict[frozenset[str], list[Any]] = {}
+    for client in clients:
+        got = s.interest.spreading.get(client)
+        if got is not None:
+            groups.setdefault(got[1], []).append(got[0])
+    effects: list[Effect] = []
+    for owed, entries in sorted(groups.items(), key=lambda kv: sorted(kv[0])):
+        msg = ProfileNews(
+            origin=s.name, entries=tuple(entries), dests=tuple(sorted(owed)), since=since
+        )
+        s, effs = on_profile_news(s, msg, now)
+        effects.extend(effs)
+    return s, tuple(effects)
 
 
-def on_profile_digest(s: NodeState, msg: ProfileDigest, sender: str) -> Step:
-    """A neighbour's digest: if it differs from ours, it gets our whole table (if we have
-    any: its own digest tells us, in turn, whether it has news for us)."""
-    here = s.interest
-    if not here.count or (msg.count, msg.checksum) == (here.count, here.checksum):
+def on_profile_news(s: NodeState, msg: ProfileNews, now: int) -> Step:
+    """Registrations on their way to gatekeepers: merged and acknowledged if this node is
+    one of them; one copy per next hop toward the others."""
+    effects: list[Effect] = []
+    if s.name in msg.dests:
+        h, interest = s.net.hierarchy, s.interest
+        interest, _new = merge(interest, msg.entries, h, s.name, s.policy.unregister_unit)
+        if msg.since >= 0 and msg.since == interest.since and msg.origin in interest.asking:
+            interest = attrs.evolve(interest, asking=interest.asking - {msg.origin})
+        if interest is not s.interest:
+            s = attrs.evolve(s, interest=interest)
+        ids = tuple((c, number) for c, number, _node, _p in msg.entries)
+        if ids:
+            ack = ProfileAck(origin=msg.origin, gatekeeper=s.name, ids=ids)
+            s, effs = route(s, msg.origin, ack, frozenset(), now)
+            effects.extend(effs)
+    seen = msg.visited | {s.name}
+    hops: dict[str, list[str]] = {}
+    for d in msg.dests:
+        if d != s.name:
+            hop = s.policy.route(s.net.hierarchy, s.name, d, s.avoid, seen)
+            if hop is not None:
+                hops.setdefault(hop, []).append(d)
+    for hop, dests in sorted(hops.items()):
+        effects.append(Send(to=hop, msg=attrs.evolve(msg, dests=tuple(dests), visited=seen)))
+    return s, tuple(effects)
+
+
+def on_profile_ack(s: NodeState, ack: ProfileAck, now: int) -> Step:
+    interest = acknowledged(s.interest, ack.gatekeeper, ack.ids)
+    if interest is s.interest:
         return s, ()
-    return s, (Send(to=sender, msg=ProfileNews(entries=here.news())),)
+    return attrs.evolve(s, interest=interest), ()
+
+
+def on_profile_ask(s: NodeState, ask: ProfileAsk, now: int) -> Step:
+    """A restarted gatekeeper asks for the registrations of the clients attached here: they
+    are owed to it again (an empty answer if there are none, so that it stops asking)."""
+    interest = s.interest
+    for client in sorted(s.sessions):
+        sess = s.sessions[client]
+        entry = (client, sess.number, s.name, sess.profile)
+        interest = spread(interest, entry, frozenset({ask.gatekeeper}))
+    s = attrs.evolve(s, interest=interest) if interest is not s.interest else s
+    owed = tuple(c for c in sorted(s.sessions) if c in interest.spreading)
+    if owed:
+        return _spread(s, owed, now, since=ask.since)
+    answer = ProfileNews(origin=s.name, entries=(), dests=(ask.gatekeeper,), since=ask.since)
+    return on_profile_news(s, answer, now)
+
+
+def _ask(s: NodeState, now: int) -> Step:
+    """A restarted gatekeeper (re)sends its ask to every node that has not answered it."""
+    effects: list[Effect] = []
+    for origin in sorted(s.interest.asking):
+        ask = ProfileAsk(origin=origin, gatekeeper=s.name, since=s.interest.since)
+        s, effs = route(s, origin, ask, frozenset(), now)
+        effects.extend(effs)
+    return s, tuple(effects)
 
 
 def on_disconnect(s: NodeState, inp: Disconnect, now: int) -> Step:
@@ -217,15 +300,6 @@ def _flood(s: NodeState, entries: tuple[Entry, ...], sender: str) -> tuple[Effec
         if mine:
             effects.append(Send(to=nb, msg=LinkNews(entries=mine)))
     return tuple(effects)
-
-
-def _neighbours(s: NodeState, msg: Any, sender: str) -> tuple[Effect, ...]:
-    """``msg`` to every live neighbour but ``sender``."""
-    return tuple(
-        Send(to=nb, msg=msg)
-        for nb in s.net.hierarchy.neighbours[s.name]
-        if nb != sender and link_key(s.name, nb) not in s.suspected
-    )
 
 
 def on_news(s: NodeState, msg: LinkNews, sender: str) -> Step:
@@ -323,10 +397,20 @@ def on_timer(s: NodeState, inp: TimerFired, now: int) -> Step:
     for client in sorted(s.sessions):
         s, effs = handoffs(s, s.sessions[client], now)
         effects.extend(effs)
-    digest = ProfileDigest(count=s.interest.count, checksum=s.interest.checksum)
-    effects.extend(_neighbours(s, digest, ""))
+    s, effs = _spread(s, tuple(sorted(s.interest.spreading)), now)
+    effects.extend(effs)
+    s, effs = _ask(s, now)
+    effects.extend(effs)
     return s, tuple(effects)
 
+
+_ROUTED_HERE: Final[dict[type, Callable[[NodeState, Any, int], Step]]] = {
+    Held: on_held,
+    ProfileAck: on_profile_ack,
+    ProfileAsk: on_profile_ask,
+}
+"""Routed bodies addressed to this node that this module handles (not
+:func:`~gapless.impl.ges.node.on_body`)."""
 
 _HANDLERS: Final[dict[type, Callable[[NodeState, Any, int], Step]]] = {
     Restart: on_restart,

@@ -11,49 +11,33 @@ from pathlib import Path
 
 import attrs
 import pytest
-from _runs import MIXED, run, spec
+from _ges_harness import at, bodies, file_verdict, passing_trace, same_verdict
+from _runs import MIXED
 from pyrsistent import pmap
 
-from gapless.impl.effects import Persist, Send
+from gapless.impl.effects import Persist
 from gapless.impl.ges import PAPER_POLICY, GESConfig, handle, initial_state
 from gapless.impl.ges.messages import (
     Recover,
     Recovered,
     Replicate,
     Replicated,
-    Routed,
     Unreplicate,
 )
 from gapless.impl.ges.node import NodeState
 from gapless.impl.ges.storage import confirm, handoff, store
-from gapless.impl.inputs import Persisted, Receive
-from gapless.invariants.ges_tracefile import trace_check, write_ges_trace
+from gapless.impl.inputs import Persisted
 from gapless.models.ges_binding import network
-from gapless.models.ges_protocol import check_context
 from gapless.models.ges_topology import ges_small
-from gapless.models.run import build
-from gapless.spec.filters import reference_matcher
 
 CLUSTER = {"config": {"granularity": "cluster"}}
-
-
-def _at(dest: str, body: object) -> Receive:
-    return Receive(sender="x", msg=Routed(dest=dest, visited=frozenset(), body=body))
-
-
-def _bodies(effects: tuple[object, ...], kind: type) -> list[object]:
-    return [
-        e.msg.body
-        for e in effects
-        if type(e) is Send and type(e.msg) is Routed and type(e.msg.body) is kind
-    ]
 
 
 def _cluster_storage_with_replica() -> NodeState:
     net = network(ges_small(), "cluster")
     s = initial_state("n3", net, GESConfig(), PAPER_POLICY)
     r = Replicate(storage="n3", source="n2", epoch=7, pubend="P1", attributes=pmap({"k": 1}))
-    s, effects = handle(s, _at("n3", r), 1)
+    s, effects = handle(s, at("n3", r), 1)
     (p,) = effects
     assert type(p) is Persist
     s, _ = handle(s, Persisted(key=p.key), 3)
@@ -64,27 +48,27 @@ def _cluster_storage_with_replica() -> NodeState:
 def test_a_cluster_storage_releases_its_replica_durably_when_told() -> None:
     s = _cluster_storage_with_replica()
     u = Unreplicate(storage="n3", source="n2", epoch=7, targets=("a",))
-    s, effects = handle(s, _at("n3", u), 10)
+    s, effects = handle(s, at("n3", u), 10)
     (p,) = effects
     assert type(p) is Persist
     assert p.key == ("unreplicated", "n3", "n2", 7)
     assert ("replica", "n3", "n2", 7) in s.disk  # not gone before the write completed
-    same, again = handle(s, _at("n3", u), 11)  # asked again meanwhile: one write
+    same, again = handle(s, at("n3", u), 11)  # asked again meanwhile: one write
     assert same is s
     assert again == ()
     s, _ = handle(s, Persisted(key=p.key), 12)
     assert ("replica", "n3", "n2", 7) not in s.disk
     assert p.key not in s.disk
     ask = Recover(storage="n3", source="n2", client="a", broker="n6", items=((7, 4),))
-    _s, effects = handle(s, _at("n3", ask), 13)
-    assert _bodies(effects, Recovered) == []  # the system storage resends what it still owes
+    _s, effects = handle(s, at("n3", ask), 13)
+    assert bodies(effects, Recovered) == []  # the system storage resends what it still owes
 
 
 def test_an_unreplicate_for_a_replica_not_held_is_ignored() -> None:
     net = network(ges_small(), "cluster")
     s = initial_state("n3", net, GESConfig(), PAPER_POLICY)
     u = Unreplicate(storage="n3", source="n2", epoch=9, targets=())
-    same, effects = handle(s, _at("n3", u), 1)
+    same, effects = handle(s, at("n3", u), 1)
     assert same is s
     assert effects == ()
 
@@ -109,13 +93,13 @@ def _system_storage(pending_clients: bool) -> tuple[NodeState, int]:
 
 
 def _replicated(s: NodeState, unit: str, epoch: int) -> tuple[NodeState, tuple[object, ...]]:
-    return handle(s, _at("n2", Replicated(storage="n2", unit=unit, epoch=epoch)), 5)
+    return handle(s, at("n2", Replicated(storage="n2", unit=unit, epoch=epoch)), 5)
 
 
 def test_no_unreplicate_while_a_client_has_not_confirmed() -> None:
     s, epoch = _system_storage(pending_clients=True)
     s, effects = _replicated(s, "n3", epoch)
-    assert _bodies(effects, Unreplicate) == []
+    assert bodies(effects, Unreplicate) == []
     assert s.store is not None
     assert epoch in s.store.events
 
@@ -123,7 +107,7 @@ def test_no_unreplicate_while_a_client_has_not_confirmed() -> None:
 def test_a_unit_confirming_after_every_client_did_may_release_at_once() -> None:
     s, epoch = _system_storage(pending_clients=False)
     s, effects = _replicated(s, "n3", epoch)
-    assert _bodies(effects, Unreplicate) == [
+    assert bodies(effects, Unreplicate) == [
         Unreplicate(storage="n3", source="n2", epoch=epoch, targets=("a", "b"))
     ]
     assert s.store is not None
@@ -138,14 +122,12 @@ def test_the_release_tells_every_cluster_storage_its_replica_may_go() -> None:
     assert p.key == ("release", "n2", epoch)
     _s, effects = handle(s, Persisted(key=p.key), 7)
     # both (n3 again: a lost Unreplicate is made up once)
-    assert sorted(u.storage for u in _bodies(effects, Unreplicate)) == ["n3", "n5"]
+    assert sorted(u.storage for u in bodies(effects, Unreplicate)) == ["n3", "n5"]
 
 
 def test_whole_runs_release_every_replica_and_pass() -> None:
-    out = run("none", MIXED, record=True, **CLUSTER)
-    assert out.verdict == "pass", out.explanation
-    assert out.trace is not None
-    done = [r.detail.key for r in out.trace if r.kind == "persisted"]
+    trace = passing_trace(MIXED, **CLUSTER)
+    done = [r.detail.key for r in trace if r.kind == "persisted"]
     replicas = {k[1:] for k in done if k[0] == "replica"}
     released = {k[1:] for k in done if k[0] == "unreplicated"}
     assert replicas
@@ -154,19 +136,6 @@ def test_whole_runs_release_every_replica_and_pass() -> None:
 
 @pytest.mark.parametrize("variant", ["none", "replica-released-early"])
 def test_a_replica_release_travels_in_the_trace_file(tmp_path: Path, variant: str) -> None:
-    out = run(variant, MIXED, record=True, **CLUSTER)
-    _entry, graph, wl, binding = build(spec(variant, **CLUSTER), 1)
-    ctx = check_context(graph, wl, binding, reference_matcher())
-    f = tmp_path / "replicas.jsonl"
-    write_ges_trace(f, ctx, out.trace or (), live_end=True, meta={"variant": variant})
-    tf, violation = trace_check(f, matches=reference_matcher())
-    assert any(r.kind == "persist" and type(r.detail.value) is Unreplicate for r in tf.records)
-    if variant == "none":
-        assert out.verdict == "pass"
-        assert violation is None
-    else:
-        assert out.verdict == "violation"
-        assert violation is not None
-        assert violation.invariant == out.invariant == "release_after_confirm"
-        assert "replica of epoch" in violation.message
-        assert violation.message in (out.explanation or "")
+    out, violation = file_verdict(tmp_path, variant, MIXED, Unreplicate, **CLUSTER)
+    v = same_verdict(out, violation, variant, "release_after_confirm")
+    assert v is None or "replica of epoch" in v.message

@@ -13,6 +13,7 @@ from pathlib import Path
 
 import attrs
 import pytest
+from _ges_harness import Trace, file_verdict, judge, passing_trace, reseq, same_verdict
 from _runs import MIXED, fault, run, spec
 from hypothesis import given
 from hypothesis import strategies as hs
@@ -27,19 +28,14 @@ from gapless.impl.ges.storage import StorageState, confirm, handoff, store
 from gapless.impl.ges.syslink import acked, forwards, held, number, rebuild, receive, resend
 from gapless.impl.ges.variants import VARIANTS
 from gapless.impl.inputs import Persisted, Receive
-from gapless.impl.trace import TraceRecord
-from gapless.invariants.ges import INVARIANTS, GESChecker
-from gapless.invariants.ges_tracefile import trace_check, write_ges_trace
+from gapless.invariants.ges import INVARIANTS
 from gapless.models.ges_binding import network
-from gapless.models.ges_protocol import check_context
 from gapless.models.ges_topology import ges_small
-from gapless.models.run import build, run_context
+from gapless.models.run import build
 from gapless.models.runspec import RunSpecError
-from gapless.spec.filters import reference_matcher
 
 LINKS = {"config": {"system_links": True}}
 LOSSY = (fault("drop", 0.5, 2.0, "n3|n5", 1, probability=0.8),)
-Trace = tuple[TraceRecord, ...]
 
 
 def _origin() -> StorageState:
@@ -179,10 +175,7 @@ def test_a_node_writes_a_peer_event_then_acknowledges_it_and_keeps_it_across_a_c
 
 @cache
 def _links_trace() -> Trace:
-    out = run("none", MIXED, record=True, **LINKS)
-    assert out.verdict == "pass", out.explanation
-    assert out.trace is not None
-    return out.trace
+    return passing_trace(MIXED, **LINKS)
 
 
 def test_a_run_with_the_links_passes_and_every_peer_holds_its_whole_sequence() -> None:
@@ -206,13 +199,7 @@ def test_a_lossy_link_between_the_units_is_repaired_by_nacks_and_retransmission(
 
 
 def _judge(trace: Trace, name: str) -> str | None:
-    checker = GESChecker(run_context(spec(**LINKS), 1), (name,))
-    for r in trace:
-        if checker.observe(r):
-            break
-    end = TraceRecord(seq=len(trace), time=trace[-1].time, node="-", kind="fault", detail="end")
-    v = checker.finish(end)
-    return None if v is None else v.message
+    return judge(trace, name, **LINKS)
 
 
 @pytest.mark.parametrize("name", INVARIANTS)
@@ -227,7 +214,7 @@ def _without_sysin(trace: Trace, seq: int) -> Trace:
         for i, r in enumerate(trace)
         if r.kind == "persisted" and r.detail.key[0] == "sysin" and r.detail.key[3] == seq
     )
-    return tuple(attrs.evolve(r, seq=k) for k, r in enumerate(trace[:i] + trace[i + 1 :]))
+    return reseq(trace[:i] + trace[i + 1 :])
 
 
 def test_a_gap_in_a_receivers_writes_is_caught() -> None:
@@ -243,10 +230,7 @@ def test_a_duplicate_in_a_receivers_writes_is_caught() -> None:
         r for r in trace[:i] if r.kind == "persist" and r.detail.key == trace[i].detail.key
     )
     extra = (attrs.evolve(persist, time=trace[i].time), trace[i])
-    mutated = tuple(
-        attrs.evolve(r, seq=k) for k, r in enumerate(trace[: i + 1] + extra + trace[i + 1 :])
-    )
-    got = _judge(mutated, "system_sequence")
+    got = _judge(reseq(trace[: i + 1] + extra + trace[i + 1 :]), "system_sequence")
     assert got is not None
     assert "a duplicate" in got
 
@@ -275,28 +259,15 @@ def test_a_number_never_held_at_the_end_is_caught() -> None:
             and r.detail.key[3] == last
         )
     )
-    got = _judge(tuple(attrs.evolve(r, seq=k) for k, r in enumerate(cut)), "roam_complete")
+    got = _judge(reseq(cut), "roam_complete")
     assert got is not None
     assert f"up to number {last - 1} of {last}" in got
 
 
 @pytest.mark.parametrize("variant", ["none", "sys-skip-gap"])
 def test_a_links_trace_file_gets_the_online_verdict_offline(tmp_path: Path, variant: str) -> None:
-    out = run(variant, LOSSY, record=True, **LINKS)
-    _entry, graph, wl, binding = build(spec(variant, **LINKS), 1)
-    ctx = check_context(graph, wl, binding, reference_matcher())
-    f = tmp_path / "links.jsonl"
-    write_ges_trace(f, ctx, out.trace or (), live_end=True, meta={"variant": variant})
-    tf, violation = trace_check(f, matches=reference_matcher())
-    assert any(r.kind == "persist" and type(r.detail.value) is SysForward for r in tf.records)
-    if variant == "none":
-        assert out.verdict == "pass"
-        assert violation is None
-    else:
-        assert out.verdict == "violation"
-        assert violation is not None
-        assert violation.invariant == out.invariant == "system_sequence"
-        assert violation.message in (out.explanation or "")
+    out, violation = file_verdict(tmp_path, variant, LOSSY, SysForward, **LINKS)
+    same_verdict(out, violation, variant, "system_sequence")
 
 
 def test_a_bad_system_links_value_is_refused() -> None:

@@ -13,10 +13,11 @@ from functools import cache
 import attrs
 from _runs import fault, run, spec
 
+from gapless.impl.effects import Persist
 from gapless.impl.ges import PAPER_POLICY, GESConfig, handle, initial_state
 from gapless.impl.ges.messages import Handoff, HandoffAck, ProfileNews, Routed
 from gapless.impl.ges.session import CHANGE_LIMIT
-from gapless.impl.inputs import Connect, Receive
+from gapless.impl.inputs import Connect, Persisted, Receive
 from gapless.impl.trace import TraceRecord
 from gapless.invariants.ges import GESChecker
 from gapless.models.ges_binding import make_binding, network
@@ -203,3 +204,41 @@ def test_the_binding_picks_another_profile_and_none_when_changes_are_off() -> No
     assert got in b.menu
     off = make_binding(spec(config=(("profile_changes", False),)), graph, wl)
     assert off.reprofile("n3.u0", state) is None
+
+
+def _handoff_at_storage(change: int, client: str, profile: str) -> Receive:
+    h = Handoff(
+        storage="n2",
+        client=client,
+        connection=0,
+        broker="n1",
+        presented=None,
+        profile=profile,
+        change=change,
+    )
+    return Receive(sender="x", msg=Routed(dest="n2", visited=frozenset(), body=h))
+
+
+def test_a_change_that_arrives_while_the_registration_is_written_is_written_after_it() -> None:
+    """Found by the stateful machine (a reprofile at boot): the change's registration was
+    written under the same key as the pending one, so it became durable when the first write
+    completed — before another client's registration asked for in between, which its counts
+    already included (``reference_counts``). Now it is asked for once the first completed,
+    with the counts of that moment, and only it is answered."""
+    s = initial_state("n2", NET, GESConfig(), PAPER_POLICY)
+    s, (first,) = handle(s, _handoff_at_storage(0, "c", "true"), 10)
+    s, (other,) = handle(s, _handoff_at_storage(0, "d", A), 11)
+    s, effects = handle(s, _handoff_at_storage(1, "c", A), 12)
+    assert effects == ()  # waits for the write of change 0
+    s, effects = handle(s, Persisted(key=first.key), 2_010)
+    (second,) = [e for e in effects if type(e) is Persist]
+    assert second.key == first.key
+    assert second.value.record.change == 1
+    assert not [e for e in effects if type(getattr(e, "msg", None)) is Routed]  # no answer yet
+    s, _ = handle(s, Persisted(key=other.key), 2_011)
+    s, effects = handle(s, Persisted(key=second.key), 4_010)
+    acks = [e.msg.body for e in effects if type(getattr(e, "msg", None)) is Routed]
+    assert [(a.client, a.change) for a in acks if type(a) is HandoffAck] == [("c", 1)]
+    assert s.disk[first.key].record.change == 1
+    # the counts were taken when the write was asked for: d's profile at n1 is counted
+    assert dict(second.value.counts)[1] == 2

@@ -12,6 +12,7 @@ from pathlib import Path
 
 import attrs
 import pytest
+from _ges_harness import Trace, file_verdict, judge, passing_trace, reseq, same_verdict
 from _runs import MIXED, fault, run, spec
 from pyrsistent import pmap
 
@@ -23,17 +24,13 @@ from gapless.impl.ges.storage import StorageState, confirm, confirm_unit, handof
 from gapless.impl.ges.tier import add_unit, owed
 from gapless.impl.ges.variants import VARIANTS
 from gapless.impl.inputs import Persisted, Receive
-from gapless.impl.trace import TraceRecord
-from gapless.invariants.ges import INVARIANTS, GESChecker
-from gapless.invariants.ges_tracefile import trace_check, write_ges_trace
+from gapless.invariants.ges import INVARIANTS
 from gapless.models.faults import DEFAULT_RATES, FaultProfile
 from gapless.models.ges_binding import network
-from gapless.models.ges_protocol import check_context
 from gapless.models.ges_topology import ges_small
-from gapless.models.run import build, run_context, simulate
+from gapless.models.run import simulate
 from gapless.models.runner import generate_schedule
 from gapless.models.runspec import RunSpecError
-from gapless.spec.filters import reference_matcher
 
 CLUSTER = {"config": {"granularity": "cluster"}}
 FINE_CRASHES = (
@@ -43,8 +40,6 @@ FINE_CRASHES = (
 )
 """Two cluster storages crash while events destined to their clusters are delivered, and a
 client roams."""
-
-Trace = tuple[TraceRecord, ...]
 
 
 def _net() -> Network:
@@ -190,10 +185,7 @@ def test_a_cluster_storage_confirms_only_once_the_replica_is_durable() -> None:
 
 @pytest.mark.parametrize("events", [MIXED, FINE_CRASHES], ids=["mixed", "fine-crashes"])
 def test_the_correct_protocol_passes_with_the_finer_tier(events: tuple) -> None:
-    out = run("none", events, record=True, **CLUSTER)
-    assert out.verdict == "pass", out.explanation
-    assert out.trace is not None
-    done = {r.detail.key for r in out.trace if r.kind == "persisted"}
+    done = {r.detail.key for r in passing_trace(events, **CLUSTER) if r.kind == "persisted"}
     logs = {k[2] for k in done if k[0] == "log"}
     released = {k[2] for k in done if k[0] == "release"}
     replicas = {k for k in done if k[0] == "replica"}
@@ -204,20 +196,11 @@ def test_the_correct_protocol_passes_with_the_finer_tier(events: tuple) -> None:
 
 @cache
 def _tier_trace() -> Trace:
-    out = run("none", FINE_CRASHES, record=True, **CLUSTER)
-    assert out.verdict == "pass", out.explanation
-    assert out.trace is not None
-    return out.trace
+    return passing_trace(FINE_CRASHES, **CLUSTER)
 
 
 def _judge(trace: Trace, name: str) -> str | None:
-    checker = GESChecker(run_context(spec(**CLUSTER), 1), (name,))
-    for r in trace:
-        if checker.observe(r):
-            break
-    end = TraceRecord(seq=len(trace), time=trace[-1].time, node="-", kind="fault", detail="end")
-    v = checker.finish(end)
-    return None if v is None else v.message
+    return judge(trace, name, **CLUSTER)
 
 
 @pytest.mark.parametrize("name", INVARIANTS)
@@ -241,8 +224,7 @@ def test_a_release_before_a_unit_held_the_event_is_caught() -> None:
         and r.detail.key[0] == "replica"
         and (r.detail.key[2], r.detail.key[3]) in released
     )
-    mutated = tuple(attrs.evolve(r, seq=k) for k, r in enumerate(trace[:i] + trace[i + 1 :]))
-    got = _judge(mutated, "release_after_confirm")
+    got = _judge(reseq(trace[:i] + trace[i + 1 :]), "release_after_confirm")
     assert got is not None
     assert "before cluster storage" in got
 
@@ -250,22 +232,9 @@ def test_a_release_before_a_unit_held_the_event_is_caught() -> None:
 @pytest.mark.parametrize("variant", ["none", "release-before-units"])
 def test_a_tier_trace_file_gets_the_online_verdict_offline(tmp_path: Path, variant: str) -> None:
     """Replica writes and the units of a release travel in the trace file."""
-    out = run(variant, FINE_CRASHES, record=True, **CLUSTER)
-    _entry, graph, wl, binding = build(spec(variant, **CLUSTER), 1)
-    ctx = check_context(graph, wl, binding, reference_matcher())
-    f = tmp_path / "tier.jsonl"
-    write_ges_trace(f, ctx, out.trace or (), live_end=True, meta={"variant": variant})
-    tf, violation = trace_check(f, matches=reference_matcher())
-    assert any(r.kind == "persist" and type(r.detail.value) is Replicate for r in tf.records)
+    out, violation = file_verdict(tmp_path, variant, FINE_CRASHES, Replicate, **CLUSTER)
     assert "before cluster storage" in (out.explanation or "") or variant == "none"
-    if variant == "none":
-        assert out.verdict == "pass"
-        assert violation is None
-    else:
-        assert out.verdict == "violation"
-        assert violation is not None
-        assert violation.invariant == out.invariant == "release_after_confirm"
-        assert violation.message in out.explanation
+    same_verdict(out, violation, variant, "release_after_confirm")
 
 
 # ------------------------------------------------------------------ recovery from the cluster

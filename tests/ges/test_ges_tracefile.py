@@ -3,6 +3,7 @@ online checker gave; a file cut short or edited is refused."""
 
 from __future__ import annotations
 
+import hashlib
 import json
 from pathlib import Path
 from typing import Any
@@ -102,3 +103,31 @@ def test_gapless_check_judges_a_ges_file(tmp_path: Path) -> None:
     r = CliRunner().invoke(cli, ["check", str(bad)])
     assert r.exit_code == 1
     assert "selective_routing" in r.output
+
+
+def _old_style(lines: list[str]) -> str:
+    """The same records as the writer before it used the shared envelope wrote them: one
+    ``json.dumps(obj, sort_keys=True)`` line each, and an end record over those lines."""
+    body = [json.dumps(json.loads(x), sort_keys=True) for x in lines[:-1]]
+    digest = hashlib.sha256()
+    for x in body:
+        digest.update(x.encode("utf-8") + b"\n")
+    end = {"end": {"records": len(body) - 1, "sha256": digest.hexdigest()}}
+    return "\n".join([*body, json.dumps(end)]) + "\n"
+
+
+def test_the_shared_envelope_writes_the_file_and_old_files_still_read(tmp_path: Path) -> None:
+    new = tmp_path / "new.jsonl"
+    _write(new, "none", live=True)
+    lines = new.read_text().splitlines()
+    assert json.loads(lines[-1])["end"]["records"] == len(lines) - 2
+    compact = json.dumps(json.loads(lines[1]), sort_keys=True, separators=(",", ":"))
+    assert lines[1] == compact  # written by write_envelope
+    old = tmp_path / "old.jsonl"
+    old.write_text(_old_style(lines))
+    assert old.read_text() != new.read_text()
+    a = read_ges_trace(new, matches=reference_matcher())
+    b = read_ges_trace(old, matches=reference_matcher())
+    assert a.records == b.records
+    assert a.context.profiles == b.context.profiles
+    assert trace_check(old, matches=reference_matcher())[1] is None

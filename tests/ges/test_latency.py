@@ -10,8 +10,12 @@ from _runs import MIXED, spec
 
 from gapless.models.faults import FaultSchedule
 from gapless.models.ges_latency import (
+    DURATION_US,
     MATCHING_RATES,
     MEASURING,
+    MIN_EVENTS,
+    RATES,
+    duration_us,
     latency_pass_marks,
     latency_topology,
     latency_workload,
@@ -97,6 +101,22 @@ def test_ges_routing_beats_flooding_at_a_low_matching_rate_and_both_pass() -> No
     assert ges["p50"] < flood["p50"]
 
 
+def test_the_rates_span_the_papers_and_a_low_rate_publishes_long_enough() -> None:
+    assert (min(RATES), max(RATES)) == (1, 1000)
+    assert duration_us(1000) == duration_us(300) == DURATION_US
+    assert duration_us(1) == MIN_EVENTS * 1_000_000
+    assert duration_us(10) == MIN_EVENTS * 100_000
+
+
+def test_one_event_per_second_is_measured_and_passes() -> None:
+    """The low end of the paper's publish rates; the high end (1,000 events/s, about a
+    minute of CPU per run) is run by ``gapless simulate --scenario ges-latency``."""
+    got = measure("ges-dense", matching=10, flooding=False, rate=1)
+    assert got["verdict"] == "pass"
+    assert got["n"] == got["published"] >= MIN_EVENTS // 2
+    assert got["p50"] is not None
+
+
 def _figures(ges: list[float], flood: list[float]) -> dict[str, Any]:
     lat = {
         "ges": {r: {"p50": v} for r, v in zip(MATCHING_RATES, ges, strict=True)},
@@ -119,6 +139,14 @@ def test_the_pass_marks_reject_the_wrong_shape() -> None:
     steep = latency_pass_marks(_figures([16, 15, 15, 14, 13], [15, 16, 17, 18, 20]))
     assert not steep["t: flooding p50 flat (within 2%)"]
     assert not steep["t: GES p50 <= flooding p50 at every matching rate"]
+    by_rate = {
+        **_figures([16, 15, 15, 14, 13], [16, 16, 16, 16, 16]),
+        "received_by_rate": {1: {"ges": {100: 40, 10: 39}}, 1000: {"ges": {100: 990}}},
+        "published_by_rate": {1: 40, 1000: 990},
+    }
+    marks = latency_pass_marks(by_rate)
+    assert marks["1000 events/s: measuring subscriber got every event"]
+    assert not marks["1 events/s: measuring subscriber got every event"]
 
 
 def test_the_scenario_is_registered_with_its_figure_7_marks() -> None:

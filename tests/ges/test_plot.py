@@ -9,7 +9,7 @@ from typing import Any
 from _runs import MIXED, run
 
 from gapless.cli.ges_plot import ges_figure, plot_ges
-from gapless.models.ges_latency import BY_RATE, MATCHING_RATES
+from gapless.models.ges_latency import MATCHING_RATES, RATES
 
 
 def _latency_metrics() -> dict[str, Any]:
@@ -26,7 +26,7 @@ def _latency_metrics() -> dict[str, Any]:
         "clustering_coefficient": {"ges-dense": 0.6, "ges-sparse": 0.1},
         "latency_ms_by_topology": {"ges-dense": lat, "ges-sparse": lat},
         "by_rate_p50_ms": {
-            k: {m: {r: 14.0 + r / 100 for r in BY_RATE} for m in (100, 10)}
+            k: {m: {r: 14.0 + r / 100 for r in RATES} for m in (100, 10)}
             for k in ("ges", "flooding")
         },
         "by_size_p50_ms": {
