@@ -10,6 +10,7 @@ from hypothesis import strategies as st
 
 from gapless.impl.ges import PAPER_POLICY, GESConfig, handle, initial_state
 from gapless.impl.ges.addressing import Hierarchy
+from gapless.impl.ges.aggregate import per_link
 from gapless.impl.ges.connectivity import next_hop
 from gapless.impl.ges.linkstate import everywhere, within_unit
 from gapless.impl.ges.messages import LinkNews
@@ -90,7 +91,8 @@ def test_a_node_passes_news_only_to_neighbours_in_its_scope() -> None:
     outside = [nb for nb in h.neighbours[gate] if h.link_level(gate, nb) > 0]
     assert outside
     assert not set(outside) & set(out)
-    flood = initial_state(gate, net, GESConfig(), attrs.evolve(PAPER_POLICY, news_scope=everywhere))
+    unscoped = attrs.evolve(PAPER_POLICY, news_scope=everywhere, news_key=per_link)
+    flood = initial_state(gate, net, GESConfig(), unscoped)
     _, effects = handle(flood, LinkChanged(neighbour=inner, up=False), 0)
     assert set(outside) <= set(_sends(effects))
     # news heard from elsewhere is passed on in scope, too
