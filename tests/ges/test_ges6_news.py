@@ -106,7 +106,7 @@ def test_a_node_passes_news_only_to_neighbours_in_its_scope() -> None:
 def test_scoping_saves_news_messages_and_nothing_else_changes() -> None:
     """Every link of ``ges-dense`` fails once under the latency setting: every invariant
     holds, the deliveries are the flood's, and the scoped news is far less."""
-    scoped, flooded = news_run("ges-dense"), news_run("ges-dense", scoped=False)
+    scoped, flooded = news_run("ges-dense", mode="scoped"), news_run("ges-dense", mode="flooded")
     assert scoped["verdict"] == flooded["verdict"] == "pass"
     assert scoped["delivered"] == flooded["delivered"] > 0
     assert scoped["link_news"] < 0.5 * flooded["link_news"]
