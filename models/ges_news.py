@@ -30,7 +30,12 @@ from gapless.impl.ges.linkstate import everywhere
 from gapless.impl.trace import TraceRecord
 from gapless.models.faults import FaultEvent, FaultSchedule
 from gapless.models.ges_binding import GESBinding
-from gapless.models.ges_latency import latency_checker, latency_topology, latency_workload
+from gapless.models.ges_latency import (
+    GRANULARITY,
+    latency_checker,
+    latency_topology,
+    latency_workload,
+)
 from gapless.models.topology import link_name
 from gapless.models.world import World
 
@@ -61,7 +66,7 @@ def news_run(topology: str, *, mode: str = "aggregated") -> dict[str, Any]:
     graph = latency_topology(topology)
     wl = latency_workload(graph, matching=50, rate=100, size=100, duration_us=_DURATION_US)
     policy = MODES[mode]
-    binding = GESBinding(graph, wl, GESConfig(), policy)
+    binding = GESBinding(graph, wl, GESConfig(), policy, granularity=GRANULARITY)
     links = sorted(link_name(a, b) for a, b in graph.edges)
     events = tuple(
         FaultEvent(

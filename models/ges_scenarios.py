@@ -19,7 +19,9 @@ never received an event logged after its registration epoch that matches its pro
 force when the event was published: clients change profiles at some of their reconnections,
 see :mod:`gapless.models.ges_binding`),
 ``duplicates``, ``out_of_order`` (per client and publisher), ``roams`` (reconnections),
-``recovery_events`` {p50, p99} (events in the recovery queues that storages sent) and
+``recovery_events`` {p50, p99} (events in the recovery queues that storages sent: in the
+handoff's answer, plus, with the finer tier, the part a system storage asked the storage of the
+client's old cluster to send, :class:`~gapless.impl.ges.messages.Recover`) and
 ``recovery_ms`` {p50, p99} (from a reconnection to the first live event on it: one after the
 cut of its storage).
 """
@@ -112,6 +114,8 @@ def _ledger(trace: tuple[TraceRecord, ...]) -> dict[str, Any]:
     connected: dict[str, bool] = {}
     cuts: dict[tuple[str, int], int] = {}
     acks: dict[tuple[str, int, str], int] = {}
+    recovers: dict[tuple[str, int, str], int] = {}
+    conn: dict[str, int] = {}
     for r in trace:
         k = r.kind
         if k == "persist":
@@ -131,6 +135,7 @@ def _ledger(trace: tuple[TraceRecord, ...]) -> dict[str, Any]:
                 delivered.append((r.time, d.subscriber, d.pubend, d.tick, d.connection))
         elif k == "connect":
             connects.setdefault((r.detail.subscriber, r.detail.connection), r.time)
+            conn[r.detail.subscriber] = r.detail.connection
             connected[r.detail.subscriber] = True
         elif k == "disconnect":
             connected[r.detail.subscriber] = False
@@ -139,6 +144,9 @@ def _ledger(trace: tuple[TraceRecord, ...]) -> dict[str, Any]:
             cuts.setdefault((w.client, w.connection or 0), w.cut or 0)
             if not w.fresh:  # one ack per reconnection and storage, not per hop it crosses
                 acks.setdefault((w.client, w.connection or 0, w.storage), len(w.queue))
+        elif k == "send" and type(r.detail.wire) is GesWire and r.detail.wire.kind == "recover":
+            w = r.detail.wire  # the part of the queue the old cluster's storage holds
+            recovers.setdefault((w.client, conn.get(w.client, 0), w.storage), len(w.queue))
     return {
         "logged": logged,
         "start": start,
@@ -147,7 +155,7 @@ def _ledger(trace: tuple[TraceRecord, ...]) -> dict[str, Any]:
         "connects": connects,
         "connected": connected,
         "cuts": cuts,
-        "queues": list(acks.values()),
+        "queues": [n + recovers.get(key, 0) for key, n in acks.items()],
     }
 
 
