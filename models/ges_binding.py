@@ -7,8 +7,8 @@ Theory of operation
 * the topology graph (:mod:`gapless.models.ges_topology`) becomes the roles'
   :class:`~gapless.impl.ges.config.Network`: node addresses and links as a
   :class:`~gapless.impl.ges.addressing.Hierarchy`, the storages, and for every node the storage
-  of its top-level unit; at the run's config key ``granularity = "cluster"`` (the default is
-  ``"super-cluster"``: no finer tier) also the storage of its cluster (:func:`fine_storages`,
+  of its top-level unit; at the run's config key ``granularity = "cluster"`` (the default;
+  ``"super-cluster"`` has no finer tier) also the storage of its cluster (:func:`fine_storages`,
   :mod:`gapless.impl.ges.tier`);
 * configuration: :class:`~gapless.impl.ges.config.GESConfig` with the run's overrides; policy:
   the variant's (``"none"`` is the paper's);
@@ -86,7 +86,10 @@ _DURABLE = {
     "unreplicated": "replica_release",
 }
 GRANULARITIES: Final = ("super-cluster", "cluster")
-"""The replication granularities (run config key ``granularity``; the first is the default)."""
+"""The replication granularities (run config key ``granularity``)."""
+DEFAULT_GRANULARITY: Final = "cluster"
+"""The default: one storage per cluster under one per super-cluster, as issue 16 asks [GES
+"Stable storages"]."""
 
 
 def fine_storages(graph: nx.Graph) -> dict[str, str]:
@@ -124,7 +127,7 @@ def parse_joins(text: str) -> dict[str, int]:
 
 def network(
     graph: nx.Graph,
-    granularity: str = GRANULARITIES[0],
+    granularity: str = DEFAULT_GRANULARITY,
     system_links: bool = False,
     joins: Mapping[str, int] | None = None,
 ) -> Network:
@@ -176,7 +179,7 @@ class GESBinding:
         *,
         profile_changes: bool = True,
         notification_wait: bool = True,
-        granularity: str = GRANULARITIES[0],
+        granularity: str = DEFAULT_GRANULARITY,
         system_links: bool = False,
         joins: Mapping[str, int] | None = None,
     ):
@@ -291,7 +294,7 @@ def make_binding(spec: Any, graph: nx.Graph, workload: Workload) -> GESBinding:
     overrides = dict(spec.config)
     changes = overrides.pop("profile_changes", True)
     wait = overrides.pop("notification_wait", True)
-    granularity = overrides.pop("granularity", GRANULARITIES[0])
+    granularity = overrides.pop("granularity", DEFAULT_GRANULARITY)
     links = overrides.pop("system_links", False)
     joins = overrides.pop("storage_joins", "")
     if not isinstance(joins, str):

@@ -24,16 +24,22 @@ from typing import Any, Final
 import attrs
 
 from gapless.impl.ges import PAPER_POLICY
+from gapless.impl.ges.aggregate import per_link
 from gapless.impl.ges.config import GESConfig
 from gapless.impl.ges.linkstate import everywhere
 from gapless.impl.trace import TraceRecord
 from gapless.models.faults import FaultEvent, FaultSchedule
 from gapless.models.ges_binding import GESBinding
-from gapless.models.ges_latency import latency_checker, latency_topology, latency_workload
+from gapless.models.ges_latency import (
+    GRANULARITY,
+    latency_checker,
+    latency_topology,
+    latency_workload,
+)
 from gapless.models.topology import link_name
 from gapless.models.world import World
 
-__all__ = ["FAIL_US", "GAP_US", "news_figures", "news_run"]
+__all__ = ["FAIL_US", "GAP_US", "MODES", "news_figures", "news_run"]
 
 FAIL_US: Final = 15_000
 """How long each link stays failed."""
@@ -43,13 +49,24 @@ _DURATION_US: Final = 1_000_000
 _DRAIN_US: Final = 3_000_000
 
 
-def news_run(topology: str, *, scoped: bool = True) -> dict[str, Any]:
-    """One run (see module doc): ``link_news`` messages, ``news_entries`` carried, the
-    verdict, and the deliveries (which scoping must not change the count of)."""
+MODES: Final = {
+    "aggregated": PAPER_POLICY,
+    "scoped": attrs.evolve(PAPER_POLICY, news_key=per_link),
+    "flooded": attrs.evolve(PAPER_POLICY, news_scope=everywhere, news_key=per_link),
+}
+"""The news with the paper's rewriting at the gatekeepers (per-link entries scoped by level,
+aggregated into unit pairs for the nodes that see a link as one edge), scoped per link only
+(before the rewriting), and flooded per link to every node (before the scoping)."""
+
+
+def news_run(topology: str, *, mode: str = "aggregated") -> dict[str, Any]:
+    """One run (see module doc): ``link_news`` messages, ``news_entries`` carried (per-link
+    and aggregated), the verdict, and the deliveries (which neither scoping nor aggregation
+    must change the count of)."""
     graph = latency_topology(topology)
     wl = latency_workload(graph, matching=50, rate=100, size=100, duration_us=_DURATION_US)
-    policy = PAPER_POLICY if scoped else attrs.evolve(PAPER_POLICY, news_scope=everywhere)
-    binding = GESBinding(graph, wl, GESConfig(), policy)
+    policy = MODES[mode]
+    binding = GESBinding(graph, wl, GESConfig(), policy, granularity=GRANULARITY)
     links = sorted(link_name(a, b) for a, b in graph.edges)
     events = tuple(
         FaultEvent(
@@ -58,13 +75,14 @@ def news_run(topology: str, *, scoped: bool = True) -> dict[str, Any]:
         for i, ln in enumerate(links)
     )
     checker = latency_checker(graph, wl, binding, flooding=False)
-    count = {"link_news": 0, "news_entries": 0, "delivered": 0}
+    count = {"link_news": 0, "news_entries": 0, "pair_entries": 0, "delivered": 0}
 
     def observe(r: TraceRecord) -> bool:
         checker.observe(r)
         if r.kind == "send" and r.detail.wire.kind == "link_news":
             count["link_news"] += 1
-            count["news_entries"] += len(r.detail.msg.entries)
+            count["news_entries"] += len(r.detail.msg.entries) + len(r.detail.msg.pairs)
+            count["pair_entries"] += len(r.detail.msg.pairs)
         elif r.kind == "deliver":
             count["delivered"] += 1
         return False
@@ -90,10 +108,21 @@ def news_run(topology: str, *, scoped: bool = True) -> dict[str, Any]:
 
 
 def news_figures(topologies: tuple[str, ...] = ("ges-dense", "ges-sparse")) -> dict[str, Any]:
-    """Per topology: the scoped and flooded runs and the fraction of news messages saved."""
+    """Per topology: the runs of every mode, the fraction of news messages scoping saves
+    against the flood, and what the aggregation saves against scoping alone (messages and
+    entries)."""
     out: dict[str, Any] = {}
     for name in topologies:
-        scoped, flooded = news_run(name, scoped=True), news_run(name, scoped=False)
-        saved = 1.0 - scoped["link_news"] / max(1, flooded["link_news"])
-        out[name] = {"scoped": scoped, "flooded": flooded, "messages_saved": round(saved, 3)}
+        runs = {mode: news_run(name, mode=mode) for mode in MODES}
+        agg, scoped, flooded = runs["aggregated"], runs["scoped"], runs["flooded"]
+        out[name] = {
+            **runs,
+            "messages_saved": round(1.0 - scoped["link_news"] / max(1, flooded["link_news"]), 3),
+            "aggregation_messages_saved": round(
+                1.0 - agg["link_news"] / max(1, scoped["link_news"]), 3
+            ),
+            "aggregation_entries_saved": round(
+                1.0 - agg["news_entries"] / max(1, scoped["news_entries"]), 3
+            ),
+        }
     return out

@@ -41,8 +41,18 @@ from collections.abc import Callable, Iterable
 from pyrsistent import PMap
 
 from gapless.impl.ges.addressing import Hierarchy
+from gapless.impl.ges.aggregate import Pairs
 
-__all__ = ["Entry", "News", "avoided", "everywhere", "in_scope", "merge_news", "within_unit"]
+__all__ = [
+    "Entry",
+    "News",
+    "Pairs",
+    "avoided",
+    "everywhere",
+    "in_scope",
+    "merge_news",
+    "within_unit",
+]
 
 Version = tuple[int, int, str]
 Entry = tuple[tuple[str, str], Version, bool]

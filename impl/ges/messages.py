@@ -311,9 +311,11 @@ class EventMsg:
 @attrs.frozen(kw_only=True)
 class LinkNews:
     """Links that went down or up: ``(link, version, up)`` entries
-    (:mod:`gapless.impl.ges.linkstate`)."""
+    (:mod:`gapless.impl.ges.linkstate`), and aggregated ``(unit pair, weight, live links)``
+    entries (:mod:`gapless.impl.ges.aggregate`)."""
 
     entries: tuple[tuple[tuple[str, str], tuple[int, int, str], bool], ...]
+    pairs: tuple[tuple[tuple[tuple[int, ...], tuple[int, ...]], tuple[int, int], int], ...] = ()
 
 
 @final

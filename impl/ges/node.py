@@ -55,7 +55,7 @@ from pyrsistent import PMap, pmap
 
 from gapless.impl.effects import Deliver, Effect, Persist, Send
 from gapless.impl.ges.config import GESConfig, Network
-from gapless.impl.ges.linkstate import News
+from gapless.impl.ges.linkstate import News, Pairs
 from gapless.impl.ges.messages import (
     Confirm,
     EventMsg,
@@ -129,6 +129,8 @@ class NodeState:
     policy: GESPolicy
     suspected: frozenset[tuple[str, str]] = frozenset()
     news: News = attrs.field(factory=pmap)
+    pairs: Pairs = attrs.field(factory=pmap)  # aggregated news held, and stated (told)
+    told: Pairs = attrs.field(factory=pmap)
     reports: int = 0
     avoid: frozenset[tuple[str, str]] = frozenset()
     interest: Interest = attrs.field(factory=Interest)

@@ -44,6 +44,13 @@ values of it. Every function is module-level, so a policy pickles by reference.
   whether news of ``link`` is passed to ``node`` — only inside the unit the link lies in (the
   smallest unit holding both its ends), the only nodes whose abbreviated view shows it
   (:mod:`gapless.impl.ges.linkstate`).
+* ``news_key(hierarchy, node, link)`` [GES "The connectivity graph": connection information is
+  rewritten at the gatekeepers as it enters a unit]: the unit pair ``node`` is told of
+  ``link`` as, in one aggregated entry (live link count) per pair, or None for an entry per
+  link (:mod:`gapless.impl.ges.aggregate`; ``per_link`` is the news before the rewriting).
+* ``restates(live, last, links)`` [GES "The connectivity graph"]: whether a gatekeeper states
+  a unit pair's live link count again — whenever it changed from its last statement (or,
+  never stated, from all ``links`` live).
 * ``destinations(graph, attributes, brokers)`` [GES "The problem of event delivery"]: the
   brokers an event is routed toward — those with an interested client, never all of them.
 
@@ -58,7 +65,8 @@ from typing import Any, Final, final
 
 import attrs
 
-from gapless.impl.ges.addressing import Hierarchy
+from gapless.impl.ges.addressing import Address, Hierarchy
+from gapless.impl.ges.aggregate import count_changed, unit_pair
 from gapless.impl.ges.connectivity import RouteRule, next_hop
 from gapless.impl.ges.linkstate import within_unit
 from gapless.impl.ges.profiles import ProfileGraph
@@ -136,6 +144,10 @@ class GESPolicy:
         interested
     )
     news_scope: Callable[[Hierarchy, tuple[str, str], str], bool] = within_unit
+    news_key: Callable[[Hierarchy, str, tuple[str, str]], tuple[Address, Address] | None] = (
+        unit_pair
+    )
+    restates: Callable[[int, int | None, int], bool] = count_changed
 
 
 PAPER_POLICY: Final = GESPolicy(name="paper")

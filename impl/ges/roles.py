@@ -22,8 +22,9 @@ here are the inputs:
   ``Receive(ProfileAck)`` — a gatekeeper holds them; ``Receive(ProfileAsk)`` — a restarted
   gatekeeper asks for the registrations of the clients attached here;
 * ``LinkChanged`` — a link is suspected (down) or trusted again (up), and the news flooded
-  inside the unit the link lies in (:mod:`gapless.impl.ges.linkstate`); ``Receive(LinkNews)``
-  — news from elsewhere;
+  inside the unit the link lies in, rewritten into aggregated entries per unit pair for the
+  nodes that see the link as one (:mod:`gapless.impl.ges.newsflow`); ``Receive(LinkNews)`` —
+  news from elsewhere;
 * ``TimerFired`` — the tick: retransmit the outbox, a storage's pending events (and, with the
   finer tier, its replicas and the unconfirmed part of recovery queues), and the
   handoffs no storage has answered yet; a cluster storage tells each system storage the
@@ -40,8 +41,6 @@ from typing import Any, Final
 import attrs
 
 from gapless.impl.effects import Effect, Rejected, Send, SetTimer
-from gapless.impl.ges.connectivity import link_key
-from gapless.impl.ges.linkstate import Entry, avoided, in_scope, merge_news
 from gapless.impl.ges.messages import (
     EventMsg,
     Held,
@@ -53,6 +52,7 @@ from gapless.impl.ges.messages import (
     Routed,
     Store,
 )
+from gapless.impl.ges.newsflow import link_changed, news_heard
 from gapless.impl.ges.node import (
     TICK,
     NodeState,
@@ -153,7 +153,7 @@ def on_receive(s: NodeState, inp: Receive, now: int) -> Step:
     if type(msg) is Routed:
         return route(s, msg.dest, msg.body, msg.visited, now)
     if type(msg) is LinkNews:
-        return on_news(s, msg, inp.sender)
+        return news_heard(s, msg, inp.sender, now)
     if type(msg) is ProfileNews:
         return on_profile_news(s, msg, now)
     return s, (Rejected(reason=f"GES node {s.name}: unknown message", input=msg),)
@@ -265,49 +265,7 @@ def on_disconnect(s: NodeState, inp: Disconnect, now: int) -> Step:
 
 
 def on_link_changed(s: NodeState, inp: LinkChanged, now: int) -> Step:
-    key = link_key(s.name, inp.neighbour)
-    if (key in s.suspected) != inp.up:
-        return s, ()
-    suspected = s.suspected - {key} if inp.up else s.suspected | {key}
-    news, new = merge_news(s.news, ((key, (now, s.reports, s.name), inp.up),))
-    s = attrs.evolve(
-        s,
-        suspected=suspected,
-        news=news,
-        avoid=avoided(suspected, news),
-        reports=s.reports + 1,
-    )
-    effects: list[Effect] = list(_flood(s, new, ""))
-    if inp.up:  # the other end may have restarted with no news at all
-        table = tuple((link, v, up) for link, (v, up) in sorted(s.news.items()))
-        mine = in_scope(table, s.net.hierarchy, inp.neighbour, s.policy.news_scope)
-        if mine:
-            effects.append(Send(to=inp.neighbour, msg=LinkNews(entries=mine)))
-    return s, tuple(effects)
-
-
-def _flood(s: NodeState, entries: tuple[Entry, ...], sender: str) -> tuple[Effect, ...]:
-    """Pass ``entries`` to every live neighbour but ``sender``, each only the news in its
-    scope: inside the unit the link lies in (:mod:`gapless.impl.ges.linkstate`)."""
-    if not entries:
-        return ()
-    h, scope = s.net.hierarchy, s.policy.news_scope
-    effects: list[Effect] = []
-    for nb in h.neighbours[s.name]:
-        if nb == sender or link_key(s.name, nb) in s.suspected:
-            continue
-        mine = in_scope(entries, h, nb, scope)
-        if mine:
-            effects.append(Send(to=nb, msg=LinkNews(entries=mine)))
-    return tuple(effects)
-
-
-def on_news(s: NodeState, msg: LinkNews, sender: str) -> Step:
-    news, new = merge_news(s.news, msg.entries)
-    if not new:
-        return s, ()
-    s = attrs.evolve(s, news=news, avoid=avoided(s.suspected, news))
-    return s, _flood(s, new, sender)
+    return link_changed(s, inp, now)
 
 
 def held_replicas(s: NodeState, now: int) -> Step:

@@ -106,6 +106,12 @@ def flood(
     return brokers
 
 
+def losses_only(live: int, last: int | None, links: int) -> bool:
+    """Bug: a gatekeeper states a unit pair's count only when it fell (a connection loss),
+    not when links came back (an addition)."""
+    return live < (links if last is None else last)
+
+
 def _bug(
     name: str, caught_by: tuple[str, ...], needs: tuple[str, ...], summary: str, **rules: Any
 ) -> Variant:
@@ -188,6 +194,17 @@ VARIANTS: Final[dict[str, Variant]] = {
             "destined into add nothing to its predicate count: the origin releases it before "
             "they hold it.",
             peer_count=units_uncounted,
+        ),
+        _bug(
+            "aggregate-losses-only",
+            ("roam_complete",),
+            ("link_fail",),
+            "A gatekeeper rewriting connection news into aggregated entries (live links per pair "
+            "of units) states a pair's count when it falls, not when links come back [GES "
+            '"The connectivity graph": "connection losses (or additions)"]: the nodes that see '
+            "the pair as one edge keep it down, and once every link of it was down they find "
+            "no route across it.",
+            restates=losses_only,
         ),
         _bug(
             "route-through-suspected",

@@ -55,7 +55,7 @@ def test_only_a_cluster_storage_can_join() -> None:
     with pytest.raises(ProtocolMisuse, match="only a cluster storage"):
         Network(**{**_fields(_net()), "joins": pmap({"n4": 1})})
     with pytest.raises(RunSpecError, match="cluster storages: none"):
-        build(spec(config={"storage_joins": "n3@1"}), 1)  # super-cluster granularity
+        build(spec(config={"granularity": "super-cluster", "storage_joins": "n3@1"}), 1)
     with pytest.raises(RunSpecError, match="expected a string"):
         build(spec(config={"granularity": "cluster", "storage_joins": 3}), 1)
 

@@ -10,6 +10,7 @@ from hypothesis import strategies as st
 
 from gapless.impl.ges import PAPER_POLICY, GESConfig, handle, initial_state
 from gapless.impl.ges.addressing import Hierarchy
+from gapless.impl.ges.aggregate import per_link
 from gapless.impl.ges.connectivity import next_hop
 from gapless.impl.ges.linkstate import everywhere, within_unit
 from gapless.impl.ges.messages import LinkNews
@@ -90,7 +91,8 @@ def test_a_node_passes_news_only_to_neighbours_in_its_scope() -> None:
     outside = [nb for nb in h.neighbours[gate] if h.link_level(gate, nb) > 0]
     assert outside
     assert not set(outside) & set(out)
-    flood = initial_state(gate, net, GESConfig(), attrs.evolve(PAPER_POLICY, news_scope=everywhere))
+    unscoped = attrs.evolve(PAPER_POLICY, news_scope=everywhere, news_key=per_link)
+    flood = initial_state(gate, net, GESConfig(), unscoped)
     _, effects = handle(flood, LinkChanged(neighbour=inner, up=False), 0)
     assert set(outside) <= set(_sends(effects))
     # news heard from elsewhere is passed on in scope, too
@@ -104,7 +106,7 @@ def test_a_node_passes_news_only_to_neighbours_in_its_scope() -> None:
 def test_scoping_saves_news_messages_and_nothing_else_changes() -> None:
     """Every link of ``ges-dense`` fails once under the latency setting: every invariant
     holds, the deliveries are the flood's, and the scoped news is far less."""
-    scoped, flooded = news_run("ges-dense"), news_run("ges-dense", scoped=False)
+    scoped, flooded = news_run("ges-dense", mode="scoped"), news_run("ges-dense", mode="flooded")
     assert scoped["verdict"] == flooded["verdict"] == "pass"
     assert scoped["delivered"] == flooded["delivered"] > 0
     assert scoped["link_news"] < 0.5 * flooded["link_news"]

@@ -72,7 +72,8 @@ def test_cluster_granularity_gives_every_cluster_a_storage_inside_it() -> None:
     assert len(net.fine_storages) == 4  # ges-small: four clusters
     for node, fine in net.fine_of.items():
         assert h.unit(node, 1) == h.unit(fine, 1)
-    assert network(ges_small()).fine_of == pmap()  # the default: super-cluster, no finer tier
+    assert network(ges_small()).fine_of == net.fine_of  # the default: cluster (issue 16)
+    assert network(ges_small(), "super-cluster").fine_of == pmap()  # no finer tier
 
 
 def test_a_cluster_storage_outside_its_cluster_and_an_unknown_granularity_are_refused() -> None:

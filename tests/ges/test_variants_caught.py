@@ -19,11 +19,14 @@ LINKS = {"config": {"system_links": True}}
 LOSSY = (fault("drop", 0.5, 2.0, "n3|n5", 1, probability=0.8),)
 """The link between the two super-clusters on n2's route to n7 loses most messages: events
 n2 forwards to n7 and n2's acknowledgements of n7's events (the system-level links)."""
+CUT = (fault("link_fail", 0.8, 0.5, "n3|n5", 1), fault("link_fail", 0.8, 0.5, "n4|n6", 2))
+"""Both links between the super-clusters fail together, then come back."""
 SAME_PROFILE = WorkloadSpec(rate_per_pubend=10.0, filters="keys", keys=1, subscribers_per_shb=2)
 CASES = {
     "epoch-at-reconnect": ("release_after_confirm", MIXED, {}),
     "double-decrement": ("reference_counts", MIXED, {}),
     "route-through-suspected": ("avoid_suspected", MIXED, {}),
+    "aggregate-losses-only": ("roam_complete", CUT, {}),
     "no-edge-refcount": ("reference_counts", ROAMS, {"workload": SAME_PROFILE}),
     "flooding": ("selective_routing", MIXED, {}),
     "skip-chain": ("release_after_confirm", MIXED, {}),
