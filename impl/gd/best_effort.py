@@ -48,12 +48,16 @@ def forward(
     only_cell: str | None,
     step: Step,
 ) -> None:
-    """Send ``d`` towards every downstream cell whose edge filter matches [GD §2.4, §4.1]."""
+    """Send ``d`` towards every downstream cell whose edge filter matches [GD §2.4, §4.1];
+    ``only_cell``: ``d`` came sideways for that cell, and goes down this broker's own link into
+    it or nowhere (one sideways hop [GD §3.1]: no duplicate suppression here would stop two
+    brokers that both lost the cell from passing it back and forth)."""
+    came_sideways = only_cell is not None
     for c in ctx.children.get(p, ()):
-        if only_cell is not None and c != only_cell:
+        if came_sideways and c != only_cell:
             continue
         if ctx.filters[(p, c)].matches(d.attributes):
-            got = route(st, p, c)
+            got = route(st, p, c, came_sideways=came_sideways)
             if got is not None:
                 step.out.append(Send(to=got[0], msg=Knowledge(pubend=p, data=d, for_cell=got[1])))
 
