@@ -48,16 +48,12 @@ def forward(
     only_cell: str | None,
     step: Step,
 ) -> None:
-    """Send ``d`` towards every downstream cell whose edge filter matches [GD §2.4, §4.1];
-    ``only_cell``: ``d`` came sideways for that cell, and goes down this broker's own link into
-    it or nowhere (one sideways hop [GD §3.1]: no duplicate suppression here would stop two
-    brokers that both lost the cell from passing it back and forth)."""
-    came_sideways = only_cell is not None
+    """Send ``d`` towards every downstream cell whose edge filter matches [GD §2.4, §4.1]."""
     for c in ctx.children.get(p, ()):
-        if came_sideways and c != only_cell:
+        if only_cell is not None and c != only_cell:
             continue
         if ctx.filters[(p, c)].matches(d.attributes):
-            got = route(st, p, c, came_sideways=came_sideways)
+            got = route(st, p, c, came_sideways=only_cell is not None)
             if got is not None:
                 step.out.append(Send(to=got[0], msg=Knowledge(pubend=p, data=d, for_cell=got[1])))
 
@@ -75,8 +71,8 @@ def phb_on_publish(state: BestEffortPHB, inp: Publish, step: Step) -> BestEffort
 
 
 def ib_on_knowledge(state: BestEffortIB, sender: str, msg: Knowledge, step: Step) -> BestEffortIB:
-    """A data message from upstream (or sideways) is forwarded along matching edges
-    [GD §3.1, §4.1]."""
+    """A data message from upstream is forwarded along matching edges, one that came sideways
+    only down this broker's own link (one sideways hop) [GD §3.1, §4.1]."""
     ok, only_cell = knowledge_cell(state.ctx, sender, msg, step)
     if ok and msg.data is not None:
         forward(state.ctx, state, msg.pubend, msg.data, only_cell, step)
