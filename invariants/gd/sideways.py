@@ -9,9 +9,9 @@ sideways message is one hop: the cell neighbour it reaches either has a link to 
 message is for and sends it down, or it cannot help, and then sending it sideways again only
 returns it into the cell it came from. Two brokers of a cell that have both lost the same
 downstream cell would pass it back and forth until a link heals — without duplicate
-suppression (best effort [GD §4.1]) forever: power4's demo seeds 201 and 245 sent ~56,000 and
-~160,000 copies between b3 and b4 in 5 s (issue 18) — or, with an istream that drops what it
-already has, once more for nothing.
+suppression (best effort [GD §4.1]) until a link heals: demo seeds 201 and 245 with link
+faults sent 112,975 and 323,928 copies between b3 and b4 in 5 s (issue 18, found by power4) —
+or, with an istream that drops what it already has, once more for nothing.
 
 ``sideways_one_hop`` judges it from the ``send`` records alone. A broker learns a message's
 data from outside its cell only when a broker of another cell sends it there (its upstream

@@ -3,7 +3,7 @@ neighbour goes down its own link into the cell it is for, or nowhere — never s
 
 Before the fix, two brokers of a cell that had both lost the same downstream cell passed each
 message back and forth until a link healed: in the best-effort roles [GD §4.1] forever (demo
-seeds 201 and 245 with link faults: ~113,000 and ~320,000 sends), in the GD roles once per
+seeds 201 and 245 with link faults: 113,845 and 335,035 sends), in the GD roles once per
 message (the istream drops the returned copy). The shrunk schedule below is one fault: SHB s3
 cut off from both b3 and b4 (cell IB2) for 300 ms from the start, one message per pubend.
 """
