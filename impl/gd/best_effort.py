@@ -53,7 +53,7 @@ def forward(
         if only_cell is not None and c != only_cell:
             continue
         if ctx.filters[(p, c)].matches(d.attributes):
-            got = route(st, p, c)
+            got = route(st, p, c, came_sideways=only_cell is not None)
             if got is not None:
                 step.out.append(Send(to=got[0], msg=Knowledge(pubend=p, data=d, for_cell=got[1])))
 
@@ -71,8 +71,8 @@ def phb_on_publish(state: BestEffortPHB, inp: Publish, step: Step) -> BestEffort
 
 
 def ib_on_knowledge(state: BestEffortIB, sender: str, msg: Knowledge, step: Step) -> BestEffortIB:
-    """A data message from upstream (or sideways) is forwarded along matching edges
-    [GD §3.1, §4.1]."""
+    """A data message from upstream is forwarded along matching edges, one that came sideways
+    only down this broker's own link (one sideways hop) [GD §3.1, §4.1]."""
     ok, only_cell = knowledge_cell(state.ctx, sender, msg, step)
     if ok and msg.data is not None:
         forward(state.ctx, state, msg.pubend, msg.data, only_cell, step)

@@ -141,7 +141,7 @@ class _Forwarding:
 def _send_route(fw: _Forwarding, c: str, finals: R.TickSet, datas: Sequence[Data]) -> None:
     """Send knowledge along the routed link towards cell ``c`` [GD §3.1]."""
     what = fw.what
-    got = route(fw.st, what.pubend, c)
+    got = route(fw.st, what.pubend, c, came_sideways=what.only_cell is not None)
     if got is not None:
         to, for_cell = got
         emit(fw.step, to, what.pubend, fw.s.fin, finals, datas, what.retransmission, for_cell)
@@ -233,7 +233,7 @@ def _first_time(
         # "D F*": the F after the D (pre-assigned by the pubend [GD §2.2]) goes along
         if finals_c and finals_c[-1][1] > d.tick:
             bracket = R.union(bracket, R.clip(finals_c, d.tick + 1, NO_END))
-        got = route(st, p, c)
+        got = route(st, p, c, came_sideways=fw.what.only_cell is not None)
         if got is not None:
             to, for_cell = got
             key = (d.tick, bracket)

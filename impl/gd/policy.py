@@ -35,6 +35,9 @@ Fields and the paper's rule:
   ``ack_expected_period_us`` and sends AckExpected when it fails (True).
 * ``route_around_down_links`` [GD §3.1]: knowledge towards a cell goes only on an up link of
   the bundle (sideways when none); False: a failed member is still chosen by the pubend hash.
+* ``sideways_once`` [GD §3.1]: knowledge that came sideways from a cell neighbour goes down a
+  link of the broker into the cell or nowhere (one sideways hop); False: it may be routed
+  sideways again, back into the cell (a broker that lost the cell returns it).
 * ``repeat_nacks`` [GD §3.2]: unsatisfied nacks are repeated every NRT (and AckExpected nacks
   every Q tick again); False: a subend never nacks a tick twice.
 
@@ -130,6 +133,7 @@ class GDPolicy:
     ack_expected_point: Callable[[int, int], int] = paper_ack_expected_point
     periodic_ack_expected: bool = True
     route_around_down_links: bool = True
+    sideways_once: bool = True
 
 
 PAPER_POLICY: GDPolicy = GDPolicy()

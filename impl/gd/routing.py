@@ -7,7 +7,8 @@ Towards a downstream cell a broker picks, among the cell's brokers it has an up 
 one at position ``number(P) % len(cell)`` of the sorted list (next ones if that link is down,
 or if that broker's last :class:`~gapless.impl.gd.messages.LinkStatus` says it cannot reach
 the cell's own downstream cells); with no up link to the cell it routes *sideways* through a
-cell neighbour whose status reaches the cell (``for_cell``) — :func:`route`. Acks and nacks go
+cell neighbour whose status reaches the cell (``for_cell``) — :func:`route` — unless the
+knowledge itself came sideways: one sideways hop, never back into the cell. Acks and nacks go
 to the broker that last sent knowledge of that pubend, or to every broker of the upstream cell
 with an up link when that is unknown or down — :func:`upstream`. Every broker sends its
 neighbours the cells it reaches every ``link_status_period_us`` (:func:`on_status_timer`) and
@@ -62,9 +63,24 @@ ROUTE_MEMO_SIZE: Final = 65_536
 # the values it was computed from (a transparent memo: identity-checked inputs, same result).
 
 
-def route(st: NodeState, p: str, cell: str) -> tuple[str, str | None] | None:
+def route(
+    st: NodeState, p: str, cell: str, *, came_sideways: bool = False
+) -> tuple[str, str | None] | None:
     """``(broker, for_cell)`` to send ``p``'s knowledge towards downstream ``cell`` [GD §3.1]
-    (``for_cell`` set: sideways through a cell neighbour); None when no link leads there."""
+    (``for_cell`` set: sideways through a cell neighbour); None when no link leads there.
+
+    ``came_sideways``: the knowledge came from a cell neighbour, so it goes down one of this
+    broker's own links into ``cell`` or nowhere — one sideways hop ("via another broker in its
+    cell that has not lost connectivity" [GD §3.1]); sent sideways again it would only return
+    into this cell, back and forth while both brokers lack the link (policy
+    ``sideways_once``)."""
+    got = _route(st, p, cell)
+    if came_sideways and got is not None and got[1] is not None and st.ctx.policy.sideways_once:
+        return None
+    return got
+
+
+def _route(st: NodeState, p: str, cell: str) -> tuple[str, str | None] | None:
     routes = st.ctx.memo["routes"]
     key = (p, cell)
     hit = routes.get(key)

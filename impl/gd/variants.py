@@ -291,5 +291,20 @@ VARIANTS: Final[dict[str, Variant]] = {
         ),
         route_around_down_links=False,
     ),
+    "sideways-again": _bug(
+        "sideways-again",
+        ("sideways_one_hop",),
+        ("crash", "link_fail", "partition"),
+        (
+            "A broker that got knowledge sideways from a cell neighbour and has no link to the "
+            "cell it is for routes it sideways again instead of dropping it [GD §3.1], so it "
+            "returns to the neighbour it came from (the issue 18 finding, in the GD roles: the "
+            "istream drops the returned copy, so each message bounces once; the best-effort "
+            "roles, without one, pass it back and forth until a link heals). Subscribers see "
+            "nothing; *sideways_one_hop* catches it; needs both brokers of a cell to lose the "
+            "same downstream cell while data flows (that SHB crashing, or a partition)."
+        ),
+        sideways_once=False,
+    ),
 }
 """GD's planted bugs by name."""

@@ -417,6 +417,13 @@ def zoo_run(policy: GDPolicy, scenario: str) -> Net:
         net.link("p", "b1", False, 100_000)
         net.link("p", "b1", True, 300_000)
         net.run(3_000_000)
+    elif scenario == "bundle-lost":  # both members of cell B lose s a while: one hop only
+        net = make(_bundle(), policy)
+        publish(net, 40)
+        for b in ("b1", "b2"):
+            net.link(b, "s", False, 100_000)
+            net.link(b, "s", True, 300_000)
+        net.run(3_000_000)
     elif scenario == "tail":  # the last message is lost, then the publishers pause
         net = make(two_shb(), policy, aet_us=1_000_000)
         publish(net, 20)
@@ -465,7 +472,36 @@ SCENARIO: dict[str, str] = {
     "ack-expected-now": "tail",
     "no-ack-expected": "tail",
     "route-into-down-link": "bundle",
+    "sideways-again": "bundle-lost",
 }
+
+
+def _bundle() -> GDTopology:
+    """p -> cell B = {b1, b2} -> s, every link of the bundles present."""
+    return GDTopology(
+        brokers={"p": ("PHB", "p"), "b1": ("IB", "B"), "b2": ("IB", "B"), "s": ("SHB", "s")},
+        links=[("p", "b1"), ("p", "b2"), ("b1", "b2"), ("b1", "s"), ("b2", "s")],
+        pubends={"P0": "p", "P1": "p"},
+        cell_edges=[("p", "B"), ("B", "s")],
+        subscribers={"u": SubscriberSpec(shb="s", filter="*")},
+    )
+
+
+def sideways_again(net: Net) -> list[str]:
+    """[GD §3.1] One sideways hop: first-time data a broker got only from a cell neighbour is
+    never sent to a cell neighbour."""
+    out: list[str] = []
+    from_outside: set[tuple[str, str, int]] = set()
+    cell = {n: spec.cell for n, spec in net.topo.brokers.items()}
+    for _t, a, b, m in net.sent:
+        if not isinstance(m, Knowledge) or m.data is None:
+            continue
+        key = (m.pubend, m.data.tick)
+        if cell[a] != cell[b]:
+            from_outside.add((b, *key))
+        elif not m.retransmission and (a, *key) not in from_outside:
+            out.append(f"sideways again: {a} sent {b} {key}, which it had only sideways")
+    return out
 
 
 def verdict(net: Net) -> list[str]:
@@ -474,6 +510,7 @@ def verdict(net: Net) -> list[str]:
         net.problems()
         + net.conformance(GDConfig().min_repetition_us)
         + net.total_order_problems(subs)
+        + sideways_again(net)
     )
 
 

@@ -1,8 +1,9 @@
 """``refused_input`` on real runs (issue 18): a role that refuses a duplicated D as
 "conflicting data" (the one-operator mutant ``old != d`` -> ``old == d`` of
-``impl/gd/istream.py``, which the tests killed and the demo campaign passed) is caught on the
-demo's first schedule; the correct protocol refuses nothing on the demo's first schedules,
-best-effort ones included."""
+``impl/gd/istream.py``, which the tests killed and the demo campaign passed) is caught within
+the demo's first four schedules (the first, until the one-sideways-hop fix, by a copy bounced
+back sideways; now the fourth, by a duplicate from p1); the correct protocol refuses nothing
+on the demo's first schedules, best-effort ones included."""
 
 from __future__ import annotations
 
@@ -24,12 +25,16 @@ _RUN = (
     "import json, sys\n"
     "from gapless.spark_fuzz.config import canonical_json, load_config\n"
     "from gapless.spark_fuzz.execute import run_seed\n"
-    "c = load_config(sys.argv[1], {'schedules': 1, 'duration_s': 3.0})\n"
-    "print(json.dumps(run_seed(canonical_json(c.to_data()), c.seed).row))\n"
+    "c = load_config(sys.argv[1], {'schedules': 4, 'duration_s': 3.0})\n"
+    "for seed in c.seeds():\n"
+    "    row = run_seed(canonical_json(c.to_data()), seed).row\n"
+    "    if row['verdict'] != 'pass':\n"
+    "        break\n"
+    "print(json.dumps(row))\n"
 )
 
 
-def test_a_refused_duplicate_is_caught_on_the_demos_first_schedule(tmp_path: Path) -> None:
+def test_a_refused_duplicate_is_caught_on_the_demos_first_schedules(tmp_path: Path) -> None:
     mutant = mutant_named(ROOT, MUTANT)
     assert mutant is not None
     assert "elif old == d:" in mutant.diff

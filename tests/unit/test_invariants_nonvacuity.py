@@ -533,6 +533,17 @@ CASES += [
 ]
 
 
+def _sideways(back: bool) -> T:
+    """p1 sends a tick of P1 to b4, whose link to s3 is down: b4 sends it sideways to b3;
+    ``back``: b3 (no link to s3 either) sends it sideways again, back to b4 [GD §3.1]."""
+    w = Wire(kind="data", pubend="P1", data_ticks=(tick(10),))
+    t = T().publish(10, "P1", 0).send(200, "p1", "b4", w).send(300, "b4", "b3", w)
+    return t.send(400, "b3", "b4", w) if back else t.send(400, "b3", "s3", w)
+
+
+CASES += [("sideways_one_hop", lambda: _sideways(True), lambda: _sideways(False))]
+
+
 @pytest.mark.parametrize(
     ("name", "bad", "good"), CASES, ids=[f"{c[0]}-{c[1].__name__}" for c in CASES]
 )
