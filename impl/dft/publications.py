@@ -15,7 +15,11 @@ Forwarding has five steps: queueing, barrier checking, matching, routing and cle
 * *matching* — Match_p(B): the accepted subscriptions p matches (line 13). For a local one
   (its source is B), p is delivered only if p's tags and the subscription's confirmation tags
   are disjoint (CheckLocalSubs, lines 32-38); otherwise it is excluded from that subscriber's
-  reliable flow (never delivered, never waited for).
+  reliable flow (never delivered, never waited for). A subscription whose confirmation from
+  the sender carried a stamp at or above the sender's stamp of p (the sender processed p
+  before accepting it, and p reached B late: released after a recovery, or held here), or
+  that p's ``not_for`` names, is not matched [DFT §VI (ii); ``spec/dft.md``, "Releases after
+  recovery"].
 * *routing* — for each other matching subscription, the active session on the primary path
   towards its source joins Out_p(B), and p is sent there (lines 15-18, SendPub lines 28-31:
   the sequence vector is extended first). With no active session on that path (a barrier),
