@@ -120,6 +120,12 @@ class DFTPolicy:
     #: table within DPT of it, before the sync (our addition, ``spec/dft.md``, "Partition
     #: tables"): a restarted or newly joined broker relearns the pids it must tag with.
     relearn_partitions: bool = True
+    #: A publication is matched for a subscription only if the broker it came from had
+    #: accepted the subscription before processing it, as that broker's confirmation
+    #: stamp shows (our addition, ``spec/dft.md``, "Releases after recovery"; the safety
+    #: condition of [DFT §VI]). False is the pre-dft7 rule: a publication that waited
+    #: upstream and was released after a recovery matched newer subscriptions too.
+    match_after_acceptance: bool = True
 
     def dpt(self, config: DFTConfig) -> int:
         """The partition-table radius this policy uses."""

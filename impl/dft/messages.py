@@ -79,6 +79,10 @@ class SubConfirm:
 
     sid: str
     tags: frozenset[Pid] = frozenset()
+    #: The sender's stamp counter when it accepted ``sid`` (our addition, spec/dft.md
+    #: "Releases after recovery"): every publication it stamped at or below it, it had
+    #: processed before accepting ``sid``, so never matched against it [DFT §VI (ii)].
+    stamp: int | None = None
 
 
 @final
@@ -94,6 +98,10 @@ class PubMsg:
     trail: tuple[str, ...] = ()
     seqvec: tuple[tuple[str, int, int], ...] = ()
     tags: frozenset[Pid] = frozenset()
+    #: Subscriptions this copy must not be matched for (our addition, spec/dft.md
+    #: "Releases after recovery"): a broker of its path processed it before accepting
+    #: them, so the safety condition of [DFT §VI] fails for them wherever it goes.
+    not_for: frozenset[str] = frozenset()
 
     @property
     def key(self) -> tuple[str, int]:

@@ -15,7 +15,11 @@ Forwarding has five steps: queueing, barrier checking, matching, routing and cle
 * *matching* — Match_p(B): the accepted subscriptions p matches (line 13). For a local one
   (its source is B), p is delivered only if p's tags and the subscription's confirmation tags
   are disjoint (CheckLocalSubs, lines 32-38); otherwise it is excluded from that subscriber's
-  reliable flow (never delivered, never waited for).
+  reliable flow (never delivered, never waited for). A subscription whose confirmation from
+  the sender carried a stamp at or above the sender's stamp of p (the sender processed p
+  before accepting it, and p reached B late: released after a recovery, or held here), or
+  that p's ``not_for`` names, is not matched [DFT §VI (ii); ``spec/dft.md``, "Releases after
+  recovery"].
 * *routing* — for each other matching subscription, the active session on the primary path
   towards its source joins Out_p(B), and p is sent there (lines 15-18, SendPub lines 28-31:
   the sequence vector is extended first). With no active session on that path (a barrier),
@@ -51,7 +55,7 @@ from pyrsistent import PMap, PVector, pmap, pvector
 from gapless.impl.dft.messages import PubConfirm, PubMsg
 from gapless.impl.dft.partitions import publication_tags
 from gapless.impl.dft.routing import legitimate, route
-from gapless.impl.dft.seqvec import extend, is_duplicate, low_water, observe
+from gapless.impl.dft.seqvec import epoch, extend, is_duplicate, low_water, observe
 from gapless.impl.dft.state import BrokerState, QueuedPub, evolve
 from gapless.impl.effects import Deliver, Effect, Send
 from gapless.impl.filters import parse_filter
@@ -83,6 +87,7 @@ def _outgoing(state: BrokerState, q: QueuedPub, to: str, low: int) -> Send:
         trail=(*m.trail, state.me),
         seqvec=vec,
         tags=m.tags,
+        not_for=m.not_for,
     )
     return Send(to=to, msg=msg)
 
@@ -188,14 +193,20 @@ def _process(
     effects: list[Effect] = []
     targets: set[str] = set()
     back = None if msg.source == me else state.tree.next_hop(me, msg.source)
+    unowed = _unowed(state, sender, msg)
+    if unowed != msg.not_for:
+        msg = attrs.evolve(msg, not_for=unowed)
     hit_locals: list[str] = []
-    for text, local, by_hop in _srt_index(state):
-        if not parse_filter(text).matches(msg.attributes):
-            continue
-        hit_locals += local
-        for hop, sources in by_hop:
-            if hop != back:  # toward [DFT §VI]
-                targets |= sources
+    if unowed:
+        hit_locals = _match_except(state, msg, unowed, back, targets)
+    else:
+        for text, local, by_hop in _srt_index(state):
+            if not parse_filter(text).matches(msg.attributes):
+                continue
+            hit_locals += local
+            for hop, sources in by_hop:
+                if hop != back:  # toward [DFT §VI]
+                    targets |= sources
     for sid in sorted(hit_locals):
         state, local_effects = _local_deliveries(state, msg, sid)
         effects += local_effects
@@ -211,6 +222,70 @@ def _process(
             state = evolve(state, **changes)
         return state, (*effects, *_confirm(q))
     return evolve(state, queue=_appended(state.queue, q), **changes), tuple(effects)
+
+
+def _unowed(state: BrokerState, sender: str | None, msg: PubMsg) -> frozenset[str]:
+    """The subscriptions ``msg`` must not be matched for here (spec/dft.md "Releases after
+    recovery"): those named upstream (``msg.not_for``), and those whose confirmation from
+    ``sender`` carried a stamp at or above ``sender``'s stamp of ``msg`` in the same epoch
+    — ``sender`` processed ``msg`` before it accepted them, and sent it only later (it
+    waited there, or here until this broker was restored), so neither ``sender`` nor,
+    before it, the source had accepted them when forwarding it: the safety condition
+    fails [DFT §VI (ii)]. A copy sent at once never needs this: on the session it came
+    by it precedes ``sender``'s confirmation, so this broker had not accepted them yet
+    [DFT §II, FIFO sessions]."""
+    if sender is None or not state.policy.match_after_acceptance:
+        return msg.not_for
+    n = next((stamp for y, stamp, _ in msg.seqvec if y == sender), None)
+    newest = _newest(state).get(sender)
+    if n is None or newest is None or n > newest:
+        return msg.not_for
+    late = [
+        sid
+        for sid, entry in state.srt.items()
+        if (a := entry.after.get(sender)) is not None and n <= a and epoch(a) == epoch(n)
+    ]
+    return msg.not_for.union(late) if late else msg.not_for
+
+
+_newest_memo: dict[int, tuple[object, dict[str, int]]] = {}
+
+
+def _newest(state: BrokerState) -> dict[str, int]:
+    """Per confirming broker, the highest ``stamp`` its confirmations of the SRT's entries
+    carried, memoised by the (immutable) SRT's identity: a publication stamped above it
+    by that broker is owed every match (the common case, one lookup)."""
+    srt = state.srt
+    hit = _newest_memo.get(id(srt))
+    if hit is not None and hit[0] is srt:
+        return hit[1]
+    newest: dict[str, int] = {}
+    for entry in srt.values():
+        for x, a in entry.after.items():
+            if a > newest.get(x, -1):
+                newest[x] = a
+    if len(_newest_memo) >= _INDEX_MAX:
+        _newest_memo.clear()
+    _newest_memo[id(srt)] = (srt, newest)
+    return newest
+
+
+def _match_except(
+    state: BrokerState, msg: PubMsg, unowed: frozenset[str], back: str | None, targets: set[str]
+) -> list[str]:
+    """Matching (line 13) entry by entry, leaving out ``unowed``: the local matching
+    subscriptions' ids are returned, the other sources added to ``targets``."""
+    me, tree = state.me, state.tree
+    local: list[str] = []
+    for sid, entry in state.srt.items():
+        sub = entry.sub
+        if sid in unowed or not parse_filter(sub.filter).matches(msg.attributes):
+            continue
+        if sub.source == me:
+            local.append(sid)
+        elif tree.next_hop(me, sub.source) != back:
+            targets.add(sub.source)
+    return local
 
 
 #: Per filter: its text, the local subscriptions' ids, and per neighbour of the broker the

@@ -178,9 +178,11 @@ def on_sync_transfer(state: BrokerState, sender: str, msg: SyncTransfer) -> Step
     for sub in msg.upstream:
         if sub.sid not in state.srt and sub.sid not in state.pending:
             state = attrs.evolve(
-                state, srt=state.srt.set(sub.sid, Accepted(sub=sub, upstream=True))
+                state,
+                srt=state.srt.set(sub.sid, Accepted(sub=sub, upstream=True, stamp=state.stamp)),
             )
-        effects.append(Send(to=sender, msg=SubConfirm(sid=sub.sid)))
+        stamp = state.srt[sub.sid].stamp if sub.sid in state.srt else None
+        effects.append(Send(to=sender, msg=SubConfirm(sid=sub.sid, stamp=stamp)))
     if not state.restored and sender not in state.synced_from:
         state = attrs.evolve(state, synced_from=state.synced_from | {sender})
     state, more = check_restored(state)

@@ -72,6 +72,12 @@ class Accepted:
     #: Accepted from a partial recovery's upstream transfer, without being propagated
     #: downstream [DFT §VIII-A]: like an island copy, not a full acceptance.
     upstream: bool = False
+    #: This broker's stamp counter when it accepted: sent with every confirmation of it.
+    stamp: int = 0
+    #: Per broker whose confirmation it waited for, that broker's ``stamp`` (our addition,
+    #: spec/dft.md "Releases after recovery"): a publication from it stamped at or below
+    #: is not matched for this subscription.
+    after: PMap[str, int] = attrs.field(factory=pmap)
 
     @property
     def full(self) -> bool:
@@ -88,6 +94,8 @@ class PendingSub:
     outs: frozenset[str]
     senders: frozenset[str]
     conf_tags: frozenset[Pid] = frozenset()
+    #: The confirmations' ``stamp`` so far, per confirming broker (:class:`Accepted`).
+    after: PMap[str, int] = attrs.field(factory=pmap)
 
 
 @final

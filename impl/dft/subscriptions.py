@@ -34,6 +34,7 @@ subscriber [DFT §V]), so duplicates are recognised by id.
 from __future__ import annotations
 
 import attrs
+from pyrsistent import PMap, pmap
 
 from gapless.impl.dft.messages import Pid, SubConfirm, SubMsg
 from gapless.impl.dft.partitions import confirmation_tags, subscription_tags
@@ -59,7 +60,7 @@ def _check_sub_tags(state: BrokerState, sender: str | None, sub: SubMsg) -> Step
         return None
     if sub.sid in state.srt:
         return state, ()
-    state = evolve(state, srt=state.srt.set(sub.sid, Accepted(sub=sub)))
+    state = evolve(state, srt=state.srt.set(sub.sid, Accepted(sub=sub, stamp=state.stamp)))
     return state, _island_copies(state, sub, mine, skip=sender)
 
 
@@ -95,7 +96,10 @@ def on_sub(state: BrokerState, sender: str | None, sub: SubMsg) -> Step:
     if sid in state.srt and (sub.island or state.srt[sid].full):
         if sender is None:
             return state, ()
-        return state, (Send(to=sender, msg=SubConfirm(sid=sid, tags=state.srt[sid].conf_tags)),)
+        entry = state.srt[sid]
+        return state, (
+            Send(to=sender, msg=SubConfirm(sid=sid, tags=entry.conf_tags, stamp=entry.stamp)),
+        )
     outs = frozenset(x for x in state.active if onward(state, sub, x))
     senders = frozenset() if sender is None else frozenset({sender})
     if not outs:
@@ -116,10 +120,11 @@ def on_sub_confirm(state: BrokerState, sender: str, msg: SubConfirm) -> Step:
         return state, ()
     outs = p.outs - {sender}
     tags = p.conf_tags | msg.tags
+    after = p.after if msg.stamp is None else p.after.set(sender, msg.stamp)
     if outs and state.policy.wait_for_all_confirmations:
-        p = attrs.evolve(p, outs=outs, conf_tags=tags)
+        p = attrs.evolve(p, outs=outs, conf_tags=tags, after=after)
         return evolve(state, pending=state.pending.set(msg.sid, p)), ()
-    return _accept(_unpend(state, msg.sid), p.sub, p.senders, tags)
+    return _accept(_unpend(state, msg.sid), p.sub, p.senders, tags, after)
 
 
 def _unpend(state: BrokerState, sid: str) -> BrokerState:
@@ -131,15 +136,23 @@ def _unpend(state: BrokerState, sid: str) -> BrokerState:
 
 
 def _accept(
-    state: BrokerState, sub: SubMsg, senders: frozenset[str], gathered: frozenset[Pid]
+    state: BrokerState,
+    sub: SubMsg,
+    senders: frozenset[str],
+    gathered: frozenset[Pid],
+    after: PMap[str, int] | None = None,
 ) -> Step:
-    """AcceptAndConfirm (lines 27-37)."""
+    """AcceptAndConfirm (lines 27-37). The entry keeps this broker's stamp counter and
+    ``after``, the confirmers' (spec/dft.md "Releases after recovery"); the confirmations
+    carry the counter."""
     tags = gathered | confirmation_tags(state, sub)
-    state = evolve(state, srt=state.srt.set(sub.sid, Accepted(sub=sub, conf_tags=tags)))
+    entry = Accepted(sub=sub, conf_tags=tags, stamp=state.stamp, after=after or pmap())
+    state = evolve(state, srt=state.srt.set(sub.sid, entry))
     effects = list(_island_copies(state, sub, sorted(sub.tags), skip=None))
     if sub.sid in state.local:
         effects.append(Persist(key=("accepted", sub.sid), value=tags))
-    effects += [Send(to=x, msg=SubConfirm(sid=sub.sid, tags=tags)) for x in sorted(senders)]
+    confirm = SubConfirm(sid=sub.sid, tags=tags, stamp=state.stamp)
+    effects += [Send(to=x, msg=confirm) for x in sorted(senders)]
     return state, tuple(effects)
 
 
@@ -164,6 +177,6 @@ def reroute(state: BrokerState, gained: frozenset[str]) -> Step:
             p = attrs.evolve(p, outs=outs)
             state = evolve(state, pending=state.pending.set(sid, p))
         else:
-            state, more = _accept(_unpend(state, sid), p.sub, p.senders, p.conf_tags)
+            state, more = _accept(_unpend(state, sid), p.sub, p.senders, p.conf_tags, p.after)
             effects += more
     return state, tuple(effects)
