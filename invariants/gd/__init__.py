@@ -8,8 +8,9 @@
 (:mod:`gapless.invariants.gd.timing`), the link-bundle rule
 (:mod:`gapless.invariants.gd.links`), the own-timer rule
 (:mod:`gapless.invariants.gd.timers`), the refused-input rule
-(:mod:`gapless.invariants.gd.refusals`) and the quiet-delivery rule
-(:mod:`gapless.invariants.gd.quiet`). Their names, in report order, are
+(:mod:`gapless.invariants.gd.refusals`), the quiet-delivery rule
+(:mod:`gapless.invariants.gd.quiet`) and the silence rule
+(:mod:`gapless.invariants.gd.silence`). Their names, in report order, are
 ``gapless.invariants.INVARIANTS``.
 """
 
@@ -22,6 +23,7 @@ from gapless.invariants.gd.delivery import GDDelivery
 from gapless.invariants.gd.links import GDDownLinkRouting
 from gapless.invariants.gd.quiet import GDQuietDelivery
 from gapless.invariants.gd.refusals import GDRefusedInput
+from gapless.invariants.gd.silence import GDSilence
 from gapless.invariants.gd.timers import GDOwnTimers
 from gapless.invariants.gd.timing import GDAckExpectedTiming
 from gapless.invariants.gd.traffic import GDMinimalTraffic
@@ -37,6 +39,7 @@ __all__ = [
     "GDOwnTimers",
     "GDQuietDelivery",
     "GDRefusedInput",
+    "GDSilence",
 ]
 
 PLUGINS: Final[tuple[type[Plugin], ...]] = (
@@ -48,5 +51,6 @@ PLUGINS: Final[tuple[type[Plugin], ...]] = (
     GDOwnTimers,
     GDRefusedInput,
     GDQuietDelivery,
+    GDSilence,
 )
 """GD's plug-ins, in the order they judge a record."""
