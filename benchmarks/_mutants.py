@@ -30,7 +30,12 @@ from typing import Final, final
 
 import attrs
 
-from gapless.benchmarks.power_lines import default_owners, enclosing_function, point_runs
+from gapless.benchmarks.power_lines import (
+    default_owners,
+    enclosing_function,
+    function_ran,
+    point_runs,
+)
 
 __all__ = ["Mutant", "mutant_named", "mutants_of", "run_points", "sample", "unrun"]
 
@@ -248,16 +253,18 @@ def sample(
 
 def unrun(
     root: Path, mutants: list[Mutant], ran: Mapping[str, frozenset[int]]
-) -> list[tuple[Mutant, str]]:
+) -> list[tuple[Mutant, str, bool]]:
     """The ``mutants`` whose point does not run (given the executed lines ``ran``), each with
-    the function or class holding it (:func:`enclosing_function`)."""
+    the function or class holding it (:func:`enclosing_function`) and whether that function
+    ran at all (:func:`function_ran`: False for a helper no role calls)."""
     trees: dict[str, tuple[ast.Module, set[int]]] = {}
-    out: list[tuple[Mutant, str]] = []
+    out: list[tuple[Mutant, str, bool]] = []
     for m in mutants:
+        lines = ran.get(m.module, frozenset())
         if m.module not in trees:
             tree = _parse(root, m.module)[0]
-            trees[m.module] = (tree, run_points(tree, ran.get(m.module, frozenset())))
+            trees[m.module] = (tree, run_points(tree, lines))
         tree, runs = trees[m.module]
         if m.index not in runs:
-            out.append((m, enclosing_function(tree, m.line)))
+            out.append((m, enclosing_function(tree, m.line), function_ran(tree, m.line, lines)))
     return out

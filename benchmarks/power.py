@@ -321,14 +321,20 @@ def _complete(record: dict[str, Any], campaigns: str) -> bool:
     return "killed_by_campaign" in record or not needs_campaign
 
 
-def _unrun_report(found: list[tuple[Mutant, str]], of: int) -> dict[str, Any]:
+def _unrun_report(found: list[tuple[Mutant, str, bool]], of: int) -> dict[str, Any]:
     """The mutants of the uniform sample (every point of the modules, the draw earlier runs
-    made) whose point the protocol never runs: code to delete or helpers to question."""
+    made) whose point the protocol never runs: in a function no role calls (code to delete
+    or a helper to question) or on a branch of a function that runs but never takes it."""
     return {
         "of_uniform_sample": of,
         "count": len(found),
-        "functions": sorted({f"{m.module}:{where}" for m, where in found}),
-        "mutants": [{"mutant": m.ident, "function": where, "diff": m.diff} for m, where in found],
+        "in_uncalled_functions": sum(not called for _m, _w, called in found),
+        "uncalled_functions": sorted({f"{m.module}:{w}" for m, w, called in found if not called}),
+        "branch_not_taken_in": sorted({f"{m.module}:{w}" for m, w, called in found if called}),
+        "mutants": [
+            {"mutant": m.ident, "function": w, "function_ran": called, "diff": m.diff}
+            for m, w, called in found
+        ],
     }
 
 

@@ -40,6 +40,7 @@ __all__ = [
     "PER_SETUP",
     "default_owners",
     "enclosing_function",
+    "function_ran",
     "lines_digest",
     "measure",
     "point_runs",
@@ -149,17 +150,39 @@ def point_runs(node: ast.AST, ran: frozenset[int], owners: Mapping[int, int]) ->
     return any(line in ran for line in range(first, last + 1))
 
 
-def enclosing_function(tree: ast.AST, line: int) -> str:
-    """The dotted name of the innermost function or class holding ``line`` (``<module>``)."""
+def _innermost(tree: ast.AST, line: int) -> tuple[str, ast.AST | None]:
+    """The dotted name and node of the innermost function or class holding ``line``."""
 
-    def walk(node: ast.AST, prefix: str) -> str | None:
+    def walk(node: ast.AST, prefix: str) -> tuple[str, ast.AST] | None:
         for child in ast.iter_child_nodes(node):
             if isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
                 end = child.end_lineno or child.lineno
                 start = min([child.lineno, *(d.lineno for d in child.decorator_list)])
                 if start <= line <= end:
                     name = f"{prefix}{child.name}"
-                    return walk(child, name + ".") or name
+                    return walk(child, name + ".") or (name, child)
         return None
 
-    return walk(tree, "") or "<module>"
+    return walk(tree, "") or ("<module>", None)
+
+
+def enclosing_function(tree: ast.AST, line: int) -> str:
+    """The dotted name of the innermost function or class holding ``line`` (``<module>``)."""
+    return _innermost(tree, line)[0]
+
+
+def function_ran(tree: ast.AST, line: int, ran: frozenset[int]) -> bool:
+    """Whether the innermost function holding ``line`` ran at all (a line of its body past
+    the docstring executed): False for a helper nobody calls, True for a branch not taken.
+    Module and class bodies run at import: True."""
+    node = _innermost(tree, line)[1]
+    if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+        return True
+    body = node.body
+    if len(body) > 1 and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant):
+        body = body[1:]
+    return any(
+        line in ran
+        for stmt in body
+        for line in range(stmt.lineno, (stmt.end_lineno or stmt.lineno) + 1)
+    )

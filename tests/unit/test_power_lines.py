@@ -71,7 +71,13 @@ def test_the_sample_draws_only_from_run_points_and_is_unchanged_without_lines(
 def test_unrun_mutants_name_their_function(tmp_path: Path) -> None:
     root = _root(tmp_path)
     found = unrun(root, mutants_of(root, "m.py"), {"m.py": RAN})
-    assert {where for _m, where in found} == {"used", "helper", "Box.size"}
+    assert {where for _m, where, _c in found} == {"used", "helper", "Box.size"}
+    # used ran (its ``return x`` is a branch not taken); helper and Box.size never ran
+    assert {where: called for _m, where, called in found} == {
+        "used": True,
+        "helper": False,
+        "Box.size": False,
+    }
     tree = ast.parse(SOURCE)
     assert enclosing_function(tree, 1) == "<module>"
     assert enclosing_function(tree, 16) == "Box.size"
