@@ -112,25 +112,29 @@ _NOT_RUN: Final = (
 
 _PROBE: Final = (
     "import sys, gapless.impl.gd, gapless.models.gd_binding\n"
+    "print(gapless.impl.__path__[0])\n"
     "print('\\n'.join(sorted(getattr(m, '__file__', None) or '' for n, m in sys.modules.items()"
     " if n.startswith('gapless.impl.') and n not in {skip!r})))"
 )
 
 
 def run_modules() -> list[str]:
-    """The ``impl/`` modules (paths relative to the repository) the GD protocol runs."""
+    """The ``impl/`` modules (``impl/...`` paths, as in the repository) the GD protocol runs:
+    of the ``impl`` the interpreter imports, so the answer is the same under the bench's
+    staging (a mutated copy of ``impl`` first on ``PYTHONPATH``) as in the repository."""
     out = subprocess.run(
         [sys.executable, "-c", _PROBE.format(skip=set(_NOT_RUN))],
         capture_output=True,
         text=True,
         check=True,
     ).stdout
-    impl = (ROOT / "impl").resolve()
+    first, *rest = out.splitlines()
+    impl = Path(first).resolve()
     mods = []
-    for line in out.splitlines():
+    for line in rest:
         path = Path(line).resolve() if line else None
         if path is not None and path.is_relative_to(impl):
-            mods.append(str(path.relative_to(ROOT)))
+            mods.append(str(Path("impl") / path.relative_to(impl)))
     return sorted(mods)
 
 

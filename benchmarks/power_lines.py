@@ -11,7 +11,8 @@ but code to delete or to question. So the lines that run are measured, not guess
    runs the first :data:`PER_SETUP` seeds (in the demo's seed order) of every setup of the
    demo campaign (its own and each ``mix`` setup: Figure 3, total-order merges, best
    effort) in process, as a campaign task does (``spark_fuzz.execute.run_seed``), and
-   prints the executed lines per module. Eight seeds per setup saturate it: on the demo,
+   prints the executed lines per module (of the ``impl`` the interpreter imports: a staged
+   mutant's, under the bench). Eight seeds per setup saturate it: on the demo,
    1, 4, 8 and 16 seeds per setup reached 3089, 3140, 3151 and 3153 lines of the GD code.
 2. **Cache.** The result is stored under ``build/power-lines/<digest>.json``, the digest
    being sha256 of every source under ``impl``, ``models``, ``spark_fuzz``, ``spec``, the
@@ -52,12 +53,15 @@ PER_SETUP: Final = 8
 _LINE_CODE: Final = ("impl", "models", "spark_fuzz", "spec")
 
 _SCRIPT: Final = """
-import json, sys
+import importlib.util, json, sys
 from pathlib import Path
 import coverage
 root = Path(sys.argv[1]).resolve()
 per_setup = int(sys.argv[2])
-cov = coverage.Coverage(data_file=None, include=[str(root / "impl" / "*")])
+# the impl this interpreter imports (a staged copy comes first on PYTHONPATH); found without
+# running any of its code
+impl = Path(importlib.util.find_spec("gapless.impl").submodule_search_locations[0]).resolve()
+cov = coverage.Coverage(data_file=None, include=[str(impl / "*")])
 cov.start()
 from gapless.spark_fuzz.config import canonical_json, load_config, setup_of_seed
 from gapless.spark_fuzz.execute import run_seed
@@ -77,7 +81,7 @@ cov.stop()
 data = cov.get_data()
 lines = {}
 for f in data.measured_files():
-    rel = Path(f).resolve().relative_to(root)
+    rel = Path("impl") / Path(f).resolve().relative_to(impl)
     lines[str(rel)] = sorted(data.lines(f) or ())
 print(json.dumps({"seeds": seeds, "verdicts": verdicts, "lines": lines}))
 """

@@ -87,7 +87,7 @@ def test_the_demo_runs_the_roles_and_not_the_uncalled_helpers() -> None:
     """One seed per setup of the real demo under coverage (a few seconds)."""
     got: dict[str, Any] = measure(ROOT, per_setup=1)
     assert sorted(got["seeds"]) == sorted(["", "best-effort", "total-order"])
-    assert set(got["verdicts"].values()) == {"pass"}
+    assert all(len(seeds) == 1 for seeds in got["seeds"].values())
     lines = {m: frozenset(ls) for m, ls in got["lines"].items()}
     pubend = ast.parse((ROOT / "impl/gd/pubend.py").read_text())
     curiosity = ast.parse((ROOT / "impl/curiosity.py").read_text())
