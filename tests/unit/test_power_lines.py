@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 import ast
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
+import attrs
 import pytest
 
 from gapless.benchmarks import power
@@ -144,3 +147,18 @@ def test_campaigns_parameter_is_checked() -> None:
     assert power._params({})["campaigns"] == "all"
     with pytest.raises(ValueError, match="campaigns='some'"):
         power._params({"campaigns": "some"})
+
+
+def test_the_modules_are_the_same_under_the_benchs_staging(tmp_path: Path) -> None:
+    """A staged copy of ``impl`` first on the path (as every mutant is judged) names the same
+    modules: a power test that read the repository's ``impl`` instead failed for every staged
+    mutant, and counted it killed by the tests."""
+    mutant = mutants_of(ROOT, "impl/gd/step.py")[0]
+    env = power._stage(
+        attrs.evolve(mutant, source=(ROOT / "impl/gd/step.py").read_text()), tmp_path
+    )
+    probe = "from gapless.benchmarks.power import run_modules; print(run_modules())"
+    done = subprocess.run(
+        [sys.executable, "-c", probe], env=env, capture_output=True, text=True, check=True
+    )
+    assert done.stdout.strip() == str(power.run_modules())
