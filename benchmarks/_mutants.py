@@ -24,13 +24,20 @@ import ast
 import copy
 import difflib
 import random
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Final, final
 
 import attrs
 
-__all__ = ["Mutant", "mutant_named", "mutants_of", "sample"]
+from gapless.benchmarks.power_lines import (
+    default_owners,
+    enclosing_function,
+    function_ran,
+    point_runs,
+)
+
+__all__ = ["Mutant", "mutant_named", "mutants_of", "run_points", "sample", "unrun"]
 
 _CMP_SWAP: Final[dict[type, type]] = {
     ast.Lt: ast.LtE,
@@ -208,11 +215,29 @@ def mutant_named(root: Path, ident: str) -> Mutant | None:
     return mutant if mutant is not None and mutant.ident == ident else None
 
 
-def sample(root: Path, modules: list[str], count: int, seed: int) -> list[Mutant]:
+def run_points(tree: ast.Module, ran: frozenset[int]) -> set[int]:
+    """The indices of ``tree``'s mutation points that run, given the lines ``ran`` that
+    executed (:func:`gapless.benchmarks.power_lines.point_runs`)."""
+    owners = default_owners(tree)
+    return {i for i, (node, _k, _s) in enumerate(_points(tree)) if point_runs(node, ran, owners)}
+
+
+def sample(
+    root: Path,
+    modules: list[str],
+    count: int,
+    seed: int,
+    ran: Mapping[str, frozenset[int]] | None = None,
+) -> list[Mutant]:
     """``count`` mutants drawn uniformly (``random.Random(seed)``) from the mutation points
-    of all ``modules``; a point whose change unparses to the original is skipped."""
+    of all ``modules`` — only the points that run when ``ran`` (executed lines per module) is
+    given; a point whose change unparses to the original is skipped. Without ``ran`` the
+    draw is the one every earlier sample made."""
     parsed = {m: _parse(root, m) for m in modules}
     points = [(m, i) for m in modules for i in range(parsed[m][2])]
+    if ran is not None:
+        keep = {m: run_points(parsed[m][0], ran.get(m, frozenset())) for m in modules}
+        points = [(m, i) for m, i in points if i in keep[m]]
     rng = random.Random(seed)
     rng.shuffle(points)
     out: list[Mutant] = []
@@ -224,3 +249,22 @@ def sample(root: Path, modules: list[str], count: int, seed: int) -> list[Mutant
         if mutant is not None:
             out.append(mutant)
     return sorted(out, key=lambda m: (m.module, m.index))
+
+
+def unrun(
+    root: Path, mutants: list[Mutant], ran: Mapping[str, frozenset[int]]
+) -> list[tuple[Mutant, str, bool]]:
+    """The ``mutants`` whose point does not run (given the executed lines ``ran``), each with
+    the function or class holding it (:func:`enclosing_function`) and whether that function
+    ran at all (:func:`function_ran`: False for a helper no role calls)."""
+    trees: dict[str, tuple[ast.Module, set[int]]] = {}
+    out: list[tuple[Mutant, str, bool]] = []
+    for m in mutants:
+        lines = ran.get(m.module, frozenset())
+        if m.module not in trees:
+            tree = _parse(root, m.module)[0]
+            trees[m.module] = (tree, run_points(tree, lines))
+        tree, runs = trees[m.module]
+        if m.index not in runs:
+            out.append((m, enclosing_function(tree, m.line), function_ran(tree, m.line, lines)))
+    return out

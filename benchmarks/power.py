@@ -7,7 +7,13 @@ Theory of operation
    loaded, minus those that cannot change what a correct run does (the planted-bug table
    ``variants``, the rule map that only documents handlers, the error types).
 2. **Which mutants.** :mod:`gapless.benchmarks._mutants` enumerates every mutation point of
-   those modules (mutmut's operator kinds) and draws ``mutants`` of them with a fixed ``seed``.
+   those modules (mutmut's operator kinds) and draws ``mutants`` of them with a fixed
+   ``seed`` — only among the points on lines the protocol runs
+   (:mod:`gapless.benchmarks.power_lines`: line coverage of the demo's first seeds of each
+   setup, cached per code digest). A module the protocol imports may hold helpers no role
+   calls; the report's ``unrun_lines_mutants`` says how many of the uniform draw (every
+   point, what earlier runs sampled) fell in such code, and in which functions: code to
+   delete or to question, not misses of the campaign.
 3. **Who kills each.** For every mutant, a fresh directory gets a copy of ``impl/`` with the
    one module changed, laid out as ``src/gapless/impl`` and put first on ``PYTHONPATH`` (the
    editable install supplies every other subpackage; Spark's Python workers inherit the
@@ -46,7 +52,10 @@ nothing kept), ``judge`` (1; 0: judge nothing, report the verdicts stored in ``o
 ``only`` (mutant ids ``module:line:kind#index``, comma-separated: judge exactly those —
 any mutation point of the modules, not only the sample's, so a miss of an earlier sample can
 be re-judged after the code moved), ``tests`` (1; 0: judge the campaign verdicts only, e.g.
-to re-judge known misses after a change to the campaign).
+to re-judge known misses after a change to the campaign), ``lines`` (1; 0: draw from every
+mutation point, the uniform sample of earlier runs), ``campaigns`` (``all``; ``killed``: judge
+the campaign only for the mutants the tests kill, which is all ``campaign_power`` needs;
+``none``: a tests-only pass, e.g. while the campaign code still changes).
 Mutants are judged in a seeded random order (so a partial run is a random subsample): the
 tests, then — if the tests kill it — the campaign; the campaigns of the mutants the tests
 do not kill (not part of ``campaign_power``) come last. The figures count only mutants with
@@ -69,7 +78,8 @@ from collections import Counter
 from pathlib import Path
 from typing import Any, Final
 
-from gapless.benchmarks._mutants import Mutant, mutant_named, sample
+from gapless.benchmarks._mutants import Mutant, mutant_named, sample, unrun
+from gapless.benchmarks.power_lines import PER_SETUP, run_lines
 
 __all__ = [
     "FAST_TIERS",
@@ -87,6 +97,9 @@ FAST_TIERS: Final = ("tests/laws", "tests/stateful", "tests/scenarios", "tests/u
 #: The code that generates, runs and judges a campaign's schedules (``impl`` is mutated).
 CAMPAIGN_CODE: Final = ("models", "invariants", "spark_fuzz", "spec")
 TARGET: Final = 0.9
+#: Whose campaigns are judged: every mutant's, those the tests kill (all ``campaign_power``
+#: needs), or none (a tests-only pass, e.g. while the campaign code is still changing).
+_CAMPAIGNS: Final = ("all", "killed", "none")
 TAKES_PARAMS: Final = True
 #: Modules the protocol loads that cannot change a correct run's behaviour.
 _NOT_RUN: Final = (
@@ -99,25 +112,29 @@ _NOT_RUN: Final = (
 
 _PROBE: Final = (
     "import sys, gapless.impl.gd, gapless.models.gd_binding\n"
+    "print(gapless.impl.__path__[0])\n"
     "print('\\n'.join(sorted(getattr(m, '__file__', None) or '' for n, m in sys.modules.items()"
     " if n.startswith('gapless.impl.') and n not in {skip!r})))"
 )
 
 
 def run_modules() -> list[str]:
-    """The ``impl/`` modules (paths relative to the repository) the GD protocol runs."""
+    """The ``impl/`` modules (``impl/...`` paths, as in the repository) the GD protocol runs:
+    of the ``impl`` the interpreter imports, so the answer is the same under the bench's
+    staging (a mutated copy of ``impl`` first on ``PYTHONPATH``) as in the repository."""
     out = subprocess.run(
         [sys.executable, "-c", _PROBE.format(skip=set(_NOT_RUN))],
         capture_output=True,
         text=True,
         check=True,
     ).stdout
-    impl = (ROOT / "impl").resolve()
+    first, *rest = out.splitlines()
+    impl = Path(first).resolve()
     mods = []
-    for line in out.splitlines():
+    for line in rest:
         path = Path(line).resolve() if line else None
         if path is not None and path.is_relative_to(impl):
-            mods.append(str(path.relative_to(ROOT)))
+            mods.append(str(Path("impl") / path.relative_to(impl)))
     return sorted(mods)
 
 
@@ -271,6 +288,8 @@ def _params(given: dict[str, str]) -> dict[str, Any]:
         "judge": 1,
         "only": None,
         "tests": 1,
+        "lines": 1,
+        "campaigns": "all",
     }
     unknown = sorted(set(given) - set(allowed))
     if unknown:
@@ -280,7 +299,15 @@ def _params(given: dict[str, str]) -> dict[str, Any]:
         if key in ("master", "out", "only"):
             out[key] = value
             continue
-        least = 0 if key in ("seed", "total_order", "judge", "tests") else 1
+        if key == "campaigns":
+            if value not in _CAMPAIGNS:
+                raise ValueError(
+                    f"bench power: campaigns={value!r} is not allowed; expected one of "
+                    f"{list(_CAMPAIGNS)}"
+                )
+            out[key] = value
+            continue
+        least = 0 if key in ("seed", "total_order", "judge", "tests", "lines") else 1
         if not value.isdigit() or int(value) < least:
             raise ValueError(
                 f"bench power: {key}={value!r} is not allowed; expected an integer >= {least}"
@@ -289,14 +316,40 @@ def _params(given: dict[str, str]) -> dict[str, Any]:
     return out
 
 
+def _complete(record: dict[str, Any], campaigns: str) -> bool:
+    """Whether ``record`` has every verdict the run asks for: the tests', and the campaign's
+    for every mutant (``campaigns=all``) or for those the tests kill (otherwise)."""
+    if "killed_by_tests" not in record:
+        return False
+    needs_campaign = campaigns == "all" or record["killed_by_tests"]
+    return "killed_by_campaign" in record or not needs_campaign
+
+
+def _unrun_report(found: list[tuple[Mutant, str, bool]], of: int) -> dict[str, Any]:
+    """The mutants of the uniform sample (every point of the modules, the draw earlier runs
+    made) whose point the protocol never runs: in a function no role calls (code to delete
+    or a helper to question) or on a branch of a function that runs but never takes it."""
+    return {
+        "of_uniform_sample": of,
+        "count": len(found),
+        "in_uncalled_functions": sum(not called for _m, _w, called in found),
+        "uncalled_functions": sorted({f"{m.module}:{w}" for m, w, called in found if not called}),
+        "branch_not_taken_in": sorted({f"{m.module}:{w}" for m, w, called in found if called}),
+        "mutants": [
+            {"mutant": m.ident, "function": w, "function_ran": called, "diff": m.diff}
+            for m, w, called in found
+        ],
+    }
+
+
 def _rows(judged: list[dict[str, Any]]) -> dict[str, dict[str, int]]:
     per: dict[str, Counter[str]] = {}
     for r in judged:
         c = per.setdefault(r["module"], Counter())
         c["mutants"] += 1
         c["killed_by_tests"] += r["killed_by_tests"]
-        c["killed_by_campaign"] += r["killed_by_campaign"]
-        c["killed_by_both"] += r["killed_by_tests"] and r["killed_by_campaign"]
+        c["killed_by_campaign"] += r.get("killed_by_campaign", False)
+        c["killed_by_both"] += r["killed_by_tests"] and r.get("killed_by_campaign", False)
     return {m: dict(sorted(c.items())) for m, c in sorted(per.items())}
 
 
@@ -319,11 +372,15 @@ def _judge_all(
         records[i] = _judge(mutants[i], records[i], what, params)
         store.put(mutants[i], records[i])
 
+    campaigns = params["campaigns"]
     for i in order:
         if "killed_by_tests" not in records[i] and params["tests"]:
             judge(i, "tests")
-        if records[i].get("killed_by_tests") and "killed_by_campaign" not in records[i]:
+        wanted = campaigns != "none" and records[i].get("killed_by_tests")
+        if wanted and "killed_by_campaign" not in records[i]:
             judge(i, "campaign")
+    if campaigns != "all":
+        return records
     for i in order:
         if "killed_by_campaign" not in records[i]:
             judge(i, "campaign")
@@ -352,16 +409,20 @@ def run(**given: str) -> dict[str, Any]:
     params = _params(given)
     t0 = time.perf_counter()
     modules = run_modules()
+    ran = run_lines(ROOT)
+    uniform = sample(ROOT, modules, params["mutants"], params["seed"])
     if params["only"]:
         mutants = named_mutants(ROOT, modules, params["only"])
+    elif params["lines"]:
+        mutants = sample(ROOT, modules, params["mutants"], params["seed"], ran)
     else:
-        mutants = sample(ROOT, modules, params["mutants"], params["seed"])
+        mutants = uniform
     key = f"{campaign_digest()}:{params['schedules']}:{params['total_order']}:{params['master']}"
     params["campaign_key"] = key
     records = _judge_all(mutants, _Store(params["out"]), params)
-    judged = [r for r in records if "killed_by_tests" in r and "killed_by_campaign" in r]
+    judged = [r for r in records if _complete(r, params["campaigns"])]
     by_tests = sum(r["killed_by_tests"] for r in judged)
-    by_campaign = sum(r["killed_by_campaign"] for r in judged)
+    by_campaign = sum(r.get("killed_by_campaign", False) for r in judged)
     both = sum(r["killed_by_tests"] and r["killed_by_campaign"] for r in judged)
     power = round(both / by_tests, 3) if by_tests else 0.0
     complete = len(judged) == len(mutants)
@@ -378,8 +439,17 @@ def run(**given: str) -> dict[str, Any]:
         "killed_by_campaign": by_campaign,
         "killed_by_both": both,
         "campaign_power": power,
+        "campaigns": params["campaigns"],
+        "sampled_from": (
+            "named mutants (only=)"
+            if params["only"]
+            else f"the lines the demo's first {PER_SETUP} seeds of each setup run"
+            if params["lines"]
+            else "every mutation point of the modules (lines=0)"
+        ),
+        "unrun_lines_mutants": _unrun_report(unrun(ROOT, uniform, ran), len(uniform)),
         "campaign_only": [
-            r["mutant"] for r in judged if r["killed_by_campaign"] and not r["killed_by_tests"]
+            r["mutant"] for r in judged if r.get("killed_by_campaign") and not r["killed_by_tests"]
         ],
         "missed_by_campaign": [
             {"mutant": r["mutant"], "diff": r["diff"]}
@@ -387,9 +457,13 @@ def run(**given: str) -> dict[str, Any]:
             if r["killed_by_tests"] and not r["killed_by_campaign"]
         ],
         "equivalent_suspects": [
-            {"mutant": r["mutant"], "diff": r["diff"]}
+            {
+                "mutant": r["mutant"],
+                "diff": r["diff"],
+                **({} if "killed_by_campaign" in r else {"campaign": "not run"}),
+            }
             for r in judged
-            if not r["killed_by_tests"] and not r["killed_by_campaign"]
+            if not r["killed_by_tests"] and not r.get("killed_by_campaign")
         ],
         # every campaign verdict, with or without a tests verdict (``tests=0`` re-judges)
         "campaign_verdicts": {

@@ -10,7 +10,7 @@ its checker. Guaranteed delivery's
 logged_first, gapless, exactly_once, total_order, no_e, liveness) and the wire-conformance
 ones (:data:`CONFORMANCE`: nack_consolidation, ack_consolidation, retransmission_targets,
 silence_targets, minimal_traffic, ack_expected_timing, down_link_routing, own_timers,
-refused_input, quiet_delivery, sideways_one_hop).
+refused_input, quiet_delivery, sideways_one_hop, silence_hides_nothing).
 :mod:`gapless.invariants.tracefile` writes and reads trace files (``gapless check``);
 :mod:`gapless.invariants.laws` holds the lattice law checkers.
 """
@@ -43,5 +43,6 @@ CONFORMANCE: Final = (
     "refused_input",
     "quiet_delivery",
     "sideways_one_hop",
+    "silence_hides_nothing",
 )
 INVARIANTS: Final = DELIVERY + CONFORMANCE

@@ -32,7 +32,7 @@ import multiprocessing
 import threading
 import time
 from collections.abc import Callable
-from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
+from concurrent.futures import FIRST_COMPLETED, Future, wait
 from pathlib import Path
 from typing import Any, Final, final
 
@@ -135,6 +135,37 @@ def _spark_status(sc: Any, group: str) -> SparkStatus:
     )
 
 
+def _on_daemon_threads(
+    fn: Callable[[int], list[list[SeedResult]]], n: int, width: int
+) -> dict[Future[list[list[SeedResult]]], int]:
+    """``fn(0)``, ..., ``fn(n - 1)`` in that order on at most ``width`` *daemon* threads: a
+    future per call (cancel one not started yet to skip it). Daemon threads, not a
+    ``ThreadPoolExecutor``'s: after a fail-fast stop a thread may sit in a Spark job call
+    that never returns once the context is stopped, and the executor's threads are joined at
+    interpreter exit — the campaign then never exited (seen under ``gapless bench power``:
+    a mutant's demo committed its failing chunk, then hung for 30 minutes)."""
+    futures: dict[Future[list[list[SeedResult]]], int] = {Future(): i for i in range(n)}
+    queue = iter(list(futures))
+    lock = threading.Lock()
+
+    def worker() -> None:
+        while True:
+            with lock:
+                fut = next(queue, None)
+            if fut is None:
+                return
+            if not fut.set_running_or_notify_cancel():
+                continue
+            try:
+                fut.set_result(fn(futures[fut]))
+            except BaseException as exc:  # handed to the waiting thread, as an executor does
+                fut.set_exception(exc)
+
+    for _ in range(min(width, n)):
+        threading.Thread(target=worker, name="gapless-job", daemon=True).start()
+    return futures
+
+
 def _execute_spark(
     config: CampaignConfig,
     config_json: str,
@@ -178,10 +209,7 @@ def _execute_spark(
 
         poller = threading.Thread(target=poll, name="gapless-status", daemon=True)
         poller.start()
-        pool = ThreadPoolExecutor(max_workers=in_flight, thread_name_prefix="gapless-job")
-        futures: dict[Future[list[list[SeedResult]]], int] = {
-            pool.submit(one, i): i for i in range(len(chunks))
-        }
+        futures = _on_daemon_threads(one, len(chunks), in_flight)
         try:
             pending = set(futures)
             while pending:
@@ -192,11 +220,11 @@ def _execute_spark(
                     commit(first, last, results)
         except BaseException:
             sc.cancelJobGroup(group)
-            pool.shutdown(wait=False, cancel_futures=True)
+            for fut in futures:
+                fut.cancel()  # the chunks not started yet; a started job's thread is a daemon
             raise
         finally:
             stop_polling.set()
-        pool.shutdown(wait=True)
         try:
             status = _spark_status(sc, group)
             # attempts: every finished one plus every failed one (each failure was retried,

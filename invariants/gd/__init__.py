@@ -9,8 +9,9 @@
 (:mod:`gapless.invariants.gd.links`), the own-timer rule
 (:mod:`gapless.invariants.gd.timers`), the refused-input rule
 (:mod:`gapless.invariants.gd.refusals`), the quiet-delivery rule
-(:mod:`gapless.invariants.gd.quiet`) and the one-sideways-hop rule
-(:mod:`gapless.invariants.gd.sideways`). Their names, in report order, are
+(:mod:`gapless.invariants.gd.quiet`), the one-sideways-hop rule
+(:mod:`gapless.invariants.gd.sideways`) and the silence rule
+(:mod:`gapless.invariants.gd.silence`). Their names, in report order, are
 ``gapless.invariants.INVARIANTS``.
 """
 
@@ -24,6 +25,7 @@ from gapless.invariants.gd.links import GDDownLinkRouting
 from gapless.invariants.gd.quiet import GDQuietDelivery
 from gapless.invariants.gd.refusals import GDRefusedInput
 from gapless.invariants.gd.sideways import GDSidewaysOneHop
+from gapless.invariants.gd.silence import GDSilence
 from gapless.invariants.gd.timers import GDOwnTimers
 from gapless.invariants.gd.timing import GDAckExpectedTiming
 from gapless.invariants.gd.traffic import GDMinimalTraffic
@@ -40,6 +42,7 @@ __all__ = [
     "GDQuietDelivery",
     "GDRefusedInput",
     "GDSidewaysOneHop",
+    "GDSilence",
 ]
 
 PLUGINS: Final[tuple[type[Plugin], ...]] = (
@@ -52,5 +55,6 @@ PLUGINS: Final[tuple[type[Plugin], ...]] = (
     GDRefusedInput,
     GDQuietDelivery,
     GDSidewaysOneHop,
+    GDSilence,
 )
 """GD's plug-ins, in the order they judge a record."""

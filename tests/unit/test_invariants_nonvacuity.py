@@ -544,6 +544,37 @@ def _sideways(back: bool) -> T:
 CASES += [("sideways_one_hop", lambda: _sideways(True), lambda: _sideways(False))]
 
 
+def _silence(
+    loc: str, src: str = "b1", to: str = "s2", *, acked: bool = False, retrans: bool = False
+) -> T:
+    """P1@10 (``loc``) is logged; at 300 µs ``src`` tells ``to`` that ticks 0..tick(12) of P1
+    are silent (a nack's answer when ``retrans``). u1 at s1 reads everything, u2 at s2 NY
+    only; with ``acked``, s2 acked tick(10) to b1 first."""
+    t = T().publish(10, "P1", 0, loc=loc)
+    if acked:
+        t.send(250, "s2", "b1", Wire(kind="ack", pubend="P1", upto=tick(10)))
+    w = Wire(kind="silence", pubend="P1", final_ranges=((0, tick(12)),), retransmission=retrans)
+    return t.send(300, src, to, w)
+
+
+CASES += [
+    # s2's u2 reads NY: F over a logged NY message into s2 is false; over an LN one, true
+    ("silence_hides_nothing", lambda: _silence("NY"), lambda: _silence("LN")),
+    # a nack's answer: F is true once the cell acked the tick (it is final there)
+    (
+        "silence_hides_nothing",
+        lambda: _silence("NY", retrans=True),
+        lambda: _silence("NY", acked=True, retrans=True),
+    ),
+    # sideways in IB1 (towards s1 and s2): true only if some downstream cell rejects it
+    (
+        "silence_hides_nothing",
+        lambda: _silence("NY", src="b2", to="b1"),
+        lambda: _silence("LN", src="b2", to="b1"),
+    ),
+]
+
+
 @pytest.mark.parametrize(
     ("name", "bad", "good"), CASES, ids=[f"{c[0]}-{c[1].__name__}" for c in CASES]
 )

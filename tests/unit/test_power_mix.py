@@ -58,10 +58,22 @@ def test_a_drawn_setup_runs_under_its_own_keys_in_the_campaign() -> None:
     assert "exactly_once" not in best.invariants
     assert "safety" in best.invariants
     assert best.topology == "fig3"
-    assert "link_fail" not in best.fault_rates
-    assert best.fault_rates["crash"] == demo.fault_rates["crash"]
+    assert "sideways_one_hop" in best.invariants
+    assert best.fault_rates == demo.fault_rates  # every fault kind since the sideways fix
     assert total.fault_rates == demo.fault_rates
     assert best.workload == demo.workload
+
+
+def test_a_mix_setup_may_replace_the_campaigns_fault_rates(tmp_path: Path) -> None:
+    toml = tmp_path / "calm.toml"
+    toml.write_text(
+        DEMO.read_text() + "\n[mix.calm]\nshare = 0.2\nfault_rates = { crash = 0.5, drop = 0.1 }\n"
+    )
+    config = load_config(toml)
+    calm = next(s for s in config.seeds() if setup_of_seed(config, s) == "calm")
+    assert config_for_seed(config, calm).fault_rates == {"crash": 0.5, "drop": 0.1}
+    gd = next(s for s in config.seeds() if setup_of_seed(config, s) == "")
+    assert config_for_seed(config, gd).fault_rates == config.fault_rates
 
 
 def test_a_mix_seed_runs_its_setup_not_the_campaigns_own() -> None:

@@ -151,6 +151,8 @@ def test_the_report_lists_every_campaign_verdict(monkeypatch: pytest.MonkeyPatch
     monkeypatch.setattr(power, "run_modules", lambda: ["impl/m0.py", "impl/m1.py"])
     monkeypatch.setattr(power, "sample", lambda *_a: _mutants()[:2])
     monkeypatch.setattr(power, "campaign_digest", lambda: "x")
+    monkeypatch.setattr(power, "run_lines", lambda *_a: {})
+    monkeypatch.setattr(power, "unrun", lambda *_a: [])
     monkeypatch.setattr(power, "_judge_all", lambda *_a: records)
     got = power.run(tests="0", judge="0")
     assert got["judged"] == 0  # no tests verdict: not part of campaign_power
