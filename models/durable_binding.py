@@ -153,7 +153,9 @@ class DurableConfig:
     catchup and constream-recovery ``window`` (ticks per step: with ``tick_us`` it models
     how fast an SHB catches up), at most ``answer_window`` events per nack answer,
     ``older_ct_percent`` of reconnections present an older CT, and ``catchup_window``: a
-    catchup stream's read/nack window in matched ticks (None: ``window``). ``power_loss``:
+    catchup stream's read/nack window in matched ticks (None: ``window``); ``ack_batch``:
+    acknowledgements committed together, ``n`` at a time or at the SHB's timer (None: each
+    its own flush; ``ShbConfig.ack_batch`` [DUR §5.2]). ``power_loss``:
     the SHBs' stores are log files on a simulated disk and a crash is a power loss
     (``power_seed`` varies its draws); ``store_ack_before_fsync`` plants the store bug
     "acknowledge before fsync" there (for its non-vacuity test; module doc)."""
@@ -167,6 +169,7 @@ class DurableConfig:
     answer_window: int = 64
     older_ct_percent: int = 0
     catchup_window: int | None = None
+    ack_batch: int | None = None
     power_loss: bool = False
     power_seed: int = 0
     store_ack_before_fsync: bool = False
@@ -385,6 +388,7 @@ class DurableBinding:
             window=self.config.window,
             policy=self.policy.shb,
             catchup_window=self.config.catchup_window,
+            ack_batch=self.config.ack_batch,
         )
 
     def handle(self, state: Any, inp: Any, now: int) -> tuple[Any, tuple[Any, ...]]:

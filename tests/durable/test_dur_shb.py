@@ -66,7 +66,11 @@ from gapless.impl.durable.shb import (
 )
 from gapless.impl.durable.storage import (
     CorruptLog,
+    Flush,
+    PfsChop,
     PfsSync,
+    PutCheckpoint,
+    PutPfsMeta,
     StorageOrderError,
 )
 from gapless.impl.effects import Rejected
@@ -100,6 +104,7 @@ class ShbMachine(RuleBasedStateMachine):
 
     policy = ShbPolicy()
     sync_every: int | None = None  # the constream's sync points (None: every batch)
+    ack_batch: int | None = None  # acks committed together (None: each its own flush)
     ack_ahead = False  # planted: acknowledge the pubend's T(p), not what was consumed
 
     def __init__(self) -> None:
@@ -174,6 +179,7 @@ class ShbMachine(RuleBasedStateMachine):
             ack_mode=mode,
             policy=self.policy,
             sync_every=self.sync_every,
+            ack_batch=self.ack_batch,
         )
         self.shb = shb_start(self.config)
 
@@ -418,6 +424,71 @@ TestShbSyncEvery = SyncEveryMachine.TestCase
 TestShbSyncEvery.settings = FAST
 
 
+class AckBatchMachine(ShbMachine):
+    """The same machine with acknowledgements committed three at a time or at the timer
+    [DUR §5.2] (in either ack mode; the crash forgets the waiting ones)."""
+
+    ack_batch = 3
+
+
+TestShbAckBatch = AckBatchMachine.TestCase
+TestShbAckBatch.settings = FAST
+
+
+def test_acks_wait_and_are_committed_in_one_transaction() -> None:
+    """``ack_batch = 3``, ack mode SHB: two acks put nothing and leave released(s, p) where
+    it was; the third commits all three (their rows, then one flush); a lone ack waits for
+    the timer; a crash forgets what was not committed [DUR §5.2]."""
+    m = AckBatchMachine()
+    m.configure(rl.AckMode.SHB)
+    for _ in range(3):
+        m.subscribe()
+    for k in "ab":
+        m.publish("p", k, 0)
+    m.drain_shb_only()
+    flushes = []
+
+    def ack(i: int) -> tuple[Any, ...]:
+        name = sorted(m.subs)[i]
+        before = m.shb
+        m.shb, fx = on_ack(
+            before, Ack(subscriber=name, ct=CheckpointToken.of(m.subs[name].ct)), m.seq
+        )
+        carry_out(SHB, fx, judge=m.judge, store=m.store, message=m.consume, send=m.up.append)
+        flushes.append(sum(isinstance(e, Flush) for e in fx))
+        return fx
+
+    ack(0)
+    ack(1)
+    assert flushes == [0, 0]
+    assert [a[:2] for a in m.shb.acks] == [("s0", "p"), ("s1", "p")]  # q: nothing yet
+    assert m.shb.views["p"].release.records["s0"].released == -1
+    fx = ack(2)
+    first = next(i for i, e in enumerate(fx) if isinstance(e, Flush))  # the acks' commit
+    puts = [(i, e) for i, e in enumerate(fx) if isinstance(e, PutCheckpoint)]
+    assert {(e.subscriber, e.pubend) for _i, e in puts} == {(0, "p"), (1, "p"), (2, "p")}
+    assert all(i < first for i, _e in puts)
+    assert all(
+        isinstance(e, PfsChop | Flush | PutPfsMeta) for e in fx[first:] if isinstance(e, STORAGE)
+    )
+    assert m.shb.acks == ()
+    for n in m.subs:
+        assert m.shb.views["p"].release.records[n].released == m.subs[n].ct["p"]
+    m.publish("p", "a", 0)
+    m.drain_shb_only()
+    assert m.subs["s0"].ct["p"] == 2
+    ack(0)
+    assert flushes[-1] == 0
+    m.tick()
+    assert m.shb.acks == ()
+    assert m.shb.views["p"].release.records["s0"].released == 2
+    m.publish("p", "a", 0)
+    m.drain_shb_only()
+    ack(0)
+    m.crash()
+    assert m.shb.views["p"].release.records["s0"].released == 2  # 3 was never committed
+
+
 class PowerLossMachine(ShbMachine):
     """The same machine on the real store's code (checksummed segment files of 4 records,
     the tables in :class:`SimMeta`) over a :class:`SimDisk`: every crash is a **power loss**
@@ -658,6 +729,8 @@ def test_misconfiguration_raises_typed_errors() -> None:
         ShbConfig(shb=SHB, upstream="phb", pubends=("p", "p"))
     with pytest.raises(ProtocolMisuse, match="window"):
         ShbConfig(shb=SHB, upstream="phb", pubends=PUBENDS, window=0)
+    with pytest.raises(ProtocolMisuse, match="ack_batch 0; allowed: None or an int >= 1"):
+        ShbConfig(shb=SHB, upstream="phb", pubends=PUBENDS, ack_batch=0)
 
 
 def test_latest_delivered_before_the_pfs_sync_is_refused(monkeypatch: pytest.MonkeyPatch) -> None:
