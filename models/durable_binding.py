@@ -11,7 +11,14 @@ one PHB, one intermediate broker, one or two SHBs).
 * **storage**: each SHB's storage effects are carried out, in order, by its own in-memory
   store (:class:`~gapless.models.durable_store.MemoryStore`); a crash keeps what that store
   keeps across a restart (committed tables, synced PFS records up to latestDelivered) and
-  rebuilds the SHB from it (:func:`~gapless.impl.durable.shb.shb_recover`) [DUR §4.1];
+  rebuilds the SHB from it (:func:`~gapless.impl.durable.shb.shb_recover`) [DUR §4.1]. With
+  ``power_loss`` on, each SHB's store is the real one's code
+  (:class:`~gapless.models.durable_store.LogStore`: checksummed segment files, the tables in
+  :class:`~gapless.models.durable_store.SimMeta`) on a simulated disk
+  (:class:`~gapless.models.durable_disk.SimDisk`), and an SHB crash is a power loss: each file
+  keeps what an fsync made durable and, at random (drawn from the SHB's name, its crash count
+  and ``power_seed``), a prefix of its later writes, the last one possibly torn [issue 13 §4].
+  A recovery that refuses (``CorruptLog``) ends the run with verdict ``error``;
 * **observables**: a ``dur_message`` becomes the world's ``Deliver`` (``kind`` event, silence or
   gap; ``tick`` the message's ``t``; the payload the
   :class:`~gapless.impl.durable.records.DurMessage`); every other ``dur_*`` record rides a
@@ -46,6 +53,7 @@ a tick is a µs, as GD's [GD §2.2].
 
 from __future__ import annotations
 
+import random
 from collections.abc import Callable, Mapping
 from typing import Any, Final, final, get_args
 
@@ -111,7 +119,8 @@ from gapless.impl.effects import Deliver, Persist, Rejected, Send, SetTimer
 from gapless.impl.gd.messages import Knowledge, Nack
 from gapless.impl.inputs import Connect, Disconnect, Publish, Receive, Restart, TimerFired
 from gapless.impl.variants import resolve
-from gapless.models.durable_store import MemoryStore
+from gapless.models.durable_disk import SimDisk
+from gapless.models.durable_store import LogStore, MemoryStore, SimMeta
 from gapless.models.faults import derive_seed
 from gapless.models.runspec import RunSpecError
 from gapless.models.workload import PublishEvent, Workload
@@ -129,6 +138,8 @@ SHB_TICK: Final = "dur-tick"
 """The SHB's timer key."""
 
 _STORAGE: Final = get_args(StorageEffect)
+_SEGMENT_RECORDS: Final = 256
+"""Records per PFS segment file with ``power_loss`` (small: segments come and go in a run)."""
 _ROUTED: Final = (Unregister, Unregistered, CheckpointQuery, CheckpointAnswer)
 
 
@@ -142,7 +153,12 @@ class DurableConfig:
     catchup and constream-recovery ``window`` (ticks per step: with ``tick_us`` it models
     how fast an SHB catches up), at most ``answer_window`` events per nack answer,
     ``older_ct_percent`` of reconnections present an older CT, and ``catchup_window``: a
-    catchup stream's read/nack window in matched ticks (None: ``window``)."""
+    catchup stream's read/nack window in matched ticks (None: ``window``); ``ack_batch``:
+    acknowledgements committed together, ``n`` at a time or at the SHB's timer (None: each
+    its own flush; ``ShbConfig.ack_batch`` [DUR §5.2]). ``power_loss``:
+    the SHBs' stores are log files on a simulated disk and a crash is a power loss
+    (``power_seed`` varies its draws); ``store_ack_before_fsync`` plants the store bug
+    "acknowledge before fsync" there (for its non-vacuity test; module doc)."""
 
     max_retain_us: int | None = None
     heartbeat_us: int = 100_000
@@ -153,6 +169,10 @@ class DurableConfig:
     answer_window: int = 64
     older_ct_percent: int = 0
     catchup_window: int | None = None
+    ack_batch: int | None = None
+    power_loss: bool = False
+    power_seed: int = 0
+    store_ack_before_fsync: bool = False
 
     def __attrs_post_init__(self) -> None:
         if self.ack_mode not in ("subscriber", "shb"):
@@ -217,10 +237,23 @@ def dur_two_shb() -> nx.Graph:
     return g
 
 
+def dur_two_power() -> nx.Graph:
+    """``dur-two-early`` whose SHBs keep their PFS in log files on a simulated disk, and whose
+    crashes are power losses (``power_loss``, module doc) [issue 13 §4]."""
+    g = _tree("dur-two-power", ("shb1", "shb2"))
+    g.graph["durable_config"] = (
+        ("max_retain_us", 2_000_000),
+        ("older_ct_percent", 34),
+        ("power_loss", True),
+    )
+    return g
+
+
 TOPOLOGIES: Final[dict[str, Callable[[], nx.Graph]]] = {
     "dur-line": dur_line,
     "dur-two": dur_two,
     "dur-two-early": dur_two_early,
+    "dur-two-power": dur_two_power,
     "dur-two-shb": dur_two_shb,
 }
 """The durable protocol's topologies."""
@@ -257,7 +290,10 @@ class DurableBinding:
         self.filters = {s.name: s.filter for s in workload.subscriptions}
         self.roles = {n: str(d["role"]) for n, d in graph.nodes(data=True)}
         self.pubends = tuple(p for p, _h in graph.graph["pubends"])
-        self.stores: dict[str, MemoryStore] = {}
+        self.stores: dict[str, MemoryStore | LogStore] = {}
+        #: with ``power_loss``: each SHB's simulated disk and tables, and its crash count
+        self.disks: dict[str, tuple[SimDisk, SimMeta]] = {}
+        self.crashes: dict[str, int] = {}
         #: per subscriber: its CT (what it consumed) and the CTs it acknowledged, latest last
         self.ct: dict[str, dict[str, int]] = {}
         self.acked: dict[str, list[dict[str, int]]] = {}
@@ -302,7 +338,7 @@ class DurableBinding:
                     )
                 )
             elif role == "shb":
-                self.stores[n] = MemoryStore()
+                self.stores[n] = self._new_store(n)
                 out[n] = shb_start(self._shb_config(n))
             else:
                 cfg = DurNodeConfig(
@@ -315,6 +351,34 @@ class DurableBinding:
                 out[n] = node_start(cfg)
         return out
 
+    def _new_store(self, n: str) -> MemoryStore | LogStore:
+        if not self.config.power_loss:
+            return MemoryStore()
+        self.disks[n] = (SimDisk(), SimMeta())
+        store, _got = self._open_log_store(n)
+        return store
+
+    def _open_log_store(self, n: str) -> tuple[LogStore, Any]:
+        disk, meta = self.disks[n]
+        return LogStore.open_on(
+            disk,
+            meta,
+            segment_records=_SEGMENT_RECORDS,
+            ack_before_sync=self.config.store_ack_before_fsync,
+        )
+
+    def _restart_store(self, n: str) -> tuple[MemoryStore | LogStore, Any]:
+        """The store of crashed SHB ``n`` after a process restart, or with ``power_loss``
+        after the power came back (module doc)."""
+        old = self.stores[n]
+        if isinstance(old, MemoryStore):
+            return old.restart()
+        old.close()
+        self.crashes[n] = self.crashes.get(n, 0) + 1
+        draws = random.Random(f"{self.config.power_seed}/{n}/{self.crashes[n]}")
+        self.disks[n][0].power_loss(draws)
+        return self._open_log_store(n)
+
     def _shb_config(self, n: str) -> ShbConfig:
         return ShbConfig(
             shb=n,
@@ -324,6 +388,7 @@ class DurableBinding:
             window=self.config.window,
             policy=self.policy.shb,
             catchup_window=self.config.catchup_window,
+            ack_batch=self.config.ack_batch,
         )
 
     def handle(self, state: Any, inp: Any, now: int) -> tuple[Any, tuple[Any, ...]]:
@@ -365,7 +430,7 @@ class DurableBinding:
         (its configuration) and those whose move here the store kept (``PutMove`` rows; one
         without a ``released(s, p)`` row is still pending at the CT it presented)."""
         name = state.config.shb
-        store, got = self.stores[name].restart()
+        store, got = self._restart_store(name)
         self.stores[name] = store
         t = got.tables
         moves = {m.name: m for m in t.moves.values()}

@@ -162,6 +162,7 @@ __all__ = [
     "Unregister",
     "Unregistered",
     "Unsubscribe",
+    "commit_acks",
     "on_ack",
     "on_checkpoint_answer",
     "on_checkpoint_query",
@@ -390,7 +391,8 @@ def on_unsubscribe(state: ShbState, inp: Unsubscribe, now: int) -> tuple[ShbStat
 
 def on_ack(state: ShbState, inp: Ack, now: int) -> tuple[ShbState, Effects]:
     """``released(s, p)`` rises to the acknowledged CT, never past what this connection
-    delivered (the SHB never trusts a CT beyond that [DUR §2]); put and flushed at once."""
+    delivered (the SHB never trusts a CT beyond that [DUR §2]); put and flushed at once, or
+    with ``ack_batch`` committed with the others waiting (:func:`commit_acks`)."""
     name = inp.subscriber
     sess = state.sessions.get(name)
     if name not in state.subs:
@@ -398,33 +400,61 @@ def on_ack(state: ShbState, inp: Ack, now: int) -> tuple[ShbState, Effects]:
         return state, reject(f"ack at {state.config.shb!r}: {name!r} {why}", inp)
     if sess is None or not isinstance(inp.ct, CheckpointToken):
         return state, reject(f"ack at {state.config.shb!r}: not connected or no CT", inp)
-    number = state.subs[name].number
     effects: list[Any] = [
         Emit(kind="dur_ack", detail=DurAck(subscriber=name, shb=state.config.shb, ct=inp.ct))
     ]
-    moved: list[tuple[str, int]] = []
-    views = state.views
+    acks: list[tuple[str, str, int]] = []
     for p, t in sorted(inp.ct.entries.items()):
-        view = views.get(p)
-        if view is None or t > sent(state, name, sess, p):
+        if p not in state.views or t > sent(state, name, sess, p):
             effects.extend(reject(f"ack of {p} at {t}: not delivered here", (name, p, t)))
             continue
+        acks.append((name, p, t))
+    batch = state.config.ack_batch
+    if batch is None:
+        state, fx = _commit(state, acks)
+        return state, (*effects, *fx)
+    state = attrs.evolve(state, acks=(*state.acks, *acks), acks_waiting=state.acks_waiting + 1)
+    if state.acks_waiting >= batch:
+        state, fx = commit_acks(state)
+        effects.extend(fx)
+    return state, tuple(effects)
+
+
+def commit_acks(state: ShbState) -> tuple[ShbState, Effects]:
+    """Commit every waiting acknowledgement in one transaction [DUR §5.2]."""
+    if not state.acks_waiting:
+        return state, ()
+    acks = state.acks
+    return _commit(attrs.evolve(state, acks=(), acks_waiting=0), acks)
+
+
+def _commit(state: ShbState, acks: Iterable[tuple[str, str, int]]) -> tuple[ShbState, Effects]:
+    """Raise ``released(s, p)`` for ``acks`` (max-merged; a subscriber no longer hosted is
+    skipped), put the rows, one ``Flush``, then chop what that allows."""
+    effects: list[Any] = []
+    moved: dict[str, int] = {}
+    views = state.views
+    for name, p, t in acks:
+        sub = state.subs.get(name)
+        if sub is None:
+            continue
+        view = views[p]
         rel, rej = shb_acknowledge(view.release, name, t)
         effects.extend(rej)
         if rel is view.release:
             continue
-        moved.append((p, view.released()))
+        moved.setdefault(p, view.released())
         views = views.set(p, attrs.evolve(view, release=rel))
         if name in rel.pending:  # a moved subscriber's record is written once active
             continue
-        effects.append(PutReleased(subscriber=number, pubend=p, timestamp=t))
+        effects.append(PutReleased(subscriber=sub.number, pubend=p, timestamp=t))
         if state.config.ack_mode is AckMode.SHB:
-            effects.append(PutCheckpoint(subscriber=number, pubend=p, timestamp=t))
+            effects.append(PutCheckpoint(subscriber=sub.number, pubend=p, timestamp=t))
     if not moved:
         return state, tuple(effects)
     effects.append(Flush())
     state = attrs.evolve(state, views=views)
-    for p, before in moved:
+    for p, before in sorted(moved.items()):
         state, fx = release_moved(state, p, before)
         effects.extend(fx)
     return state, tuple(effects)
@@ -512,12 +542,15 @@ def on_lost(state: ShbState, msg: Lost, now: int) -> tuple[ShbState, Effects]:
 def on_tick(state: ShbState, inp: Tick, now: int) -> tuple[ShbState, Effects]:
     """Report ``(released(p), latestDelivered(p))`` upstream; nack the first hole above
     latestDelivered (the constream's doubt); let every catchup stream ask again. With
-    ``sync_every``, first deliver what the constream held back (a sync point)."""
+    ``sync_every``, first deliver what the constream held back (a sync point); with
+    ``ack_batch``, first commit the waiting acknowledgements."""
     effects: list[Any] = []
     if state.config.sync_every is not None:
         for p in state.config.pubends:
             state, fx = constream(state, p, force=True)
             effects.extend(fx)
+    state, fx = commit_acks(state)  # before the report: it reports what is committed
+    effects.extend(fx)
     views = state.views
     for p in state.config.pubends:  # in configured order: a hash map's order would make
         view = state.views[p]  # the effects depend on PYTHONHASHSEED

@@ -81,7 +81,11 @@ class ShbConfig:
     ``n`` events or the timer fires, then delivers it with one sync [DUR §5.1.2: "sync
     every 200 events"] (``spec/durable.md``, "Sync points"); ``catchup_window``: a catchup
     stream's read/nack window (matched ticks read and asked at a time beyond its position:
-    the flow control of catchup nacks [DUR §4.1]), None: ``window``."""
+    the flow control of catchup nacks [DUR §4.1]), None: ``window``; ``ack_batch``: None,
+    each acknowledgement is put and committed in a flush of its own; ``n``, acknowledgements
+    wait and are committed together, one transaction, once ``n`` wait or at the timer —
+    ``released(s, p)`` (and in ack mode ``SHB`` the kept CT) rises only then [DUR §5.2: each
+    thread "batched all the waiting requests into one database transaction"]."""
 
     shb: str
     upstream: str
@@ -91,6 +95,7 @@ class ShbConfig:
     policy: ShbPolicy = ShbPolicy()
     sync_every: int | None = None
     catchup_window: int | None = None
+    ack_batch: int | None = None
 
     def __attrs_post_init__(self) -> None:
         if not self.pubends or len(set(self.pubends)) != len(self.pubends):
@@ -106,6 +111,10 @@ class ShbConfig:
         if self.sync_every is not None and self.sync_every < 1:
             raise ProtocolMisuse(
                 f"ShbConfig: sync_every {self.sync_every}; allowed: None or an int >= 1"
+            )
+        if self.ack_batch is not None and self.ack_batch < 1:
+            raise ProtocolMisuse(
+                f"ShbConfig: ack_batch {self.ack_batch}; allowed: None or an int >= 1"
             )
 
 
@@ -183,6 +192,11 @@ class ShbState:
     fetching: PMap[str, MoveIn] = attrs.field(factory=pmap)
     next_number: int = 0
     views: PMap[str, PubendView] = attrs.field(factory=pmap)
+    #: with ``ack_batch``: acknowledged (subscriber, pubend, tick) not yet committed, from
+    #: ``acks_waiting`` acknowledgements (soft: a crash forgets them, as a database loses an
+    #: uncommitted transaction)
+    acks: tuple[tuple[str, str, int], ...] = ()
+    acks_waiting: int = 0
 
     def latest_delivered(self, pubend: str) -> int:
         """``latestDelivered(p)``."""

@@ -7,7 +7,8 @@ node's minimum over the two SHBs' reports; links lose messages (knowledge, nacks
 the SHBs' ``Unregister``/``Unregistered``); subscribers subscribe at either SHB, disconnect,
 reconnect at their SHB, *move* to the other one presenting their current CT or an older
 acknowledged one (:class:`~gapless.impl.durable.shb.MoveIn`), and acknowledge what they
-consumed. Both SHBs' storage effects run on :class:`MemoryStore` (which refuses a wrong
+consumed; the intermediate node crashes (its view restarts empty). Both SHBs' storage
+effects run on :class:`MemoryStore` (which refuses a wrong
 order). Every ``dur_*`` record is judged online by the durable invariants (Tr <= Td, the L
 rule, gap legality, exactly once), and after every step the safety the design promises is
 checked directly: no tick above what a subscriber acknowledged is L unless early release
@@ -120,6 +121,7 @@ class MoveMachine(RuleBasedStateMachine):
         self.moves = 0
         self.mode = rl.AckMode.SUBSCRIBER
         self.last_crash = 0
+        self.node_crashes = 0
 
     # ---------------------------------------------------------------- plumbing
 
@@ -352,6 +354,17 @@ class MoveMachine(RuleBasedStateMachine):
             pfs=got.pfs,
             moved=moved,
         )
+
+    @rule()
+    def node_crash(self) -> None:
+        """The intermediate broker crashes and restarts at once [DUR §3]: its view of the
+        SHBs is soft state and restarts at ``(-1, -1)`` per child (what it forwarded stands:
+        the pubend merges reports by maximum); the reports in flight to it are lost."""
+        self.node = rl.NodeRelease.over(NODE, P, SHBS)
+        self.up = deque(
+            (b, send) for b, send in self.up if not isinstance(send.msg, rl.ReleaseReport)
+        )
+        self.node_crashes += 1
 
     @rule(i=st.integers(0, 2))
     def ack(self, i: int) -> None:
