@@ -41,7 +41,7 @@ typecheck: $(STAMP)
 	MYPYPATH=$(MYPYROOT) $(BIN)/mypy -p gapless.spec -p gapless.impl -p gapless.invariants
 
 pytest: $(STAMP) java
-	HYPOTHESIS_PROFILE=$${HYPOTHESIS_PROFILE:-ci} $(BIN)/pytest -q
+	HYPOTHESIS_PROFILE=$${HYPOTHESIS_PROFILE:-ci} $(BIN)/pytest -q -m "not long"
 
 test: lint typecheck pytest
 
@@ -68,7 +68,9 @@ clean:
 	rm -rf $(VENV) build dist *.egg-info mutants .hypothesis .mypy_cache .ruff_cache .pytest_cache
 
 # Long tiers kept out of `make test`: the SHB storage killed with SIGKILL 100 times under load
-# (tests/durable/test_crash_kill.py; `gapless bench durable` does the same and reports it).
+# (tests/durable/test_crash_kill.py; `gapless bench durable` does the same and reports it), and
+# the tests marked `long` (the reduced GD zoo end to end on Spark).
 .PHONY: test-long
-test-long: $(STAMP)
+test-long: $(STAMP) java
 	GAPLESS_CRASH_KILLS=100 HYPOTHESIS_PROFILE=$${HYPOTHESIS_PROFILE:-ci} $(BIN)/pytest -q tests/durable/test_crash_kill.py
+	HYPOTHESIS_PROFILE=$${HYPOTHESIS_PROFILE:-ci} $(BIN)/pytest -q -m long

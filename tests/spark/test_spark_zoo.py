@@ -10,7 +10,10 @@ from pathlib import Path
 import pytest
 from spark_helpers import gapless
 
-pytestmark = [pytest.mark.spark, pytest.mark.slow]
+# The reduced zoo end to end (every planted GD bug caught on Spark within 6 schedules, shrunk)
+# takes about two minutes: it runs in `make test-long`, and every bug's own scenario is caught
+# in `make test` (tests/unit/test_gd_network.py); `gapless zoo` is the full measure.
+pytestmark = [pytest.mark.spark, pytest.mark.slow, pytest.mark.long]
 
 REDUCED_SCHEDULES = "6"
 
