@@ -34,7 +34,7 @@ import bisect
 from typing import ClassVar, Final, final
 
 from gapless.impl.trace import TraceRecord, Wire
-from gapless.invariants.gd.traffic import readers
+from gapless.invariants.gd.traffic import readers, tree_cells
 from gapless.invariants.plugin import Ledger, Plugin, Report
 
 __all__ = ["NAMES", "GDSilence"]
@@ -125,15 +125,7 @@ class GDSilence(Plugin):
     def _tree(self, pubend: str) -> frozenset[str]:
         got = self._trees.get(pubend)
         if got is None:
-            host = self.ctx.pubend_host.get(pubend)
-            cells: set[str] = set()
-            todo = [self.ctx.cell_of.get(host, host)] if host is not None else []
-            while todo:
-                c = todo.pop()
-                if c not in cells:
-                    cells.add(c)
-                    todo.extend(self.ledger.down_cells.get(c, ()))
-            got = self._trees[pubend] = frozenset(cells)
+            got = self._trees[pubend] = tree_cells(self.ctx, self.ledger, pubend)
         return got
 
     def _below(self, pubend: str, cell: str) -> tuple[str, ...]:

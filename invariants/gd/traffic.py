@@ -68,6 +68,19 @@ def readers(ctx: CheckContext) -> dict[str, tuple[tuple[str, str], ...]]:
     }
 
 
+def tree_cells(ctx: CheckContext, ledger: Ledger, pubend: str) -> frozenset[str]:
+    """The cells of ``pubend``'s tree: those reachable downward from its host's cell."""
+    host = ctx.pubend_host.get(pubend)
+    cells: set[str] = set()
+    todo = [ctx.cell_of.get(host, host)] if host is not None else []
+    while todo:
+        c = todo.pop()
+        if c not in cells:
+            cells.add(c)
+            todo.extend(ledger.down_cells.get(c, ()))
+    return frozenset(cells)
+
+
 @final
 class Edge:
     """The filter of one directed broker pair for one pubend: ``scope`` (the cache key: the
@@ -166,15 +179,7 @@ class GDMinimalTraffic(Plugin):
         """The cells of ``pubend``'s tree: those reachable downward from its host's cell."""
         got = self._trees.get(pubend)
         if got is None:
-            host = self.ctx.pubend_host.get(pubend)
-            cells: set[str] = set()
-            todo = [self.ctx.cell_of.get(host, host)] if host is not None else []
-            while todo:
-                c = todo.pop()
-                if c not in cells:
-                    cells.add(c)
-                    todo.extend(self.ledger.down_cells.get(c, ()))
-            got = self._trees[pubend] = frozenset(cells)
+            got = self._trees[pubend] = tree_cells(self.ctx, self.ledger, pubend)
         return got
 
     def _below(self, pubend: str, cells: tuple[str, ...]) -> tuple[str, ...]:
