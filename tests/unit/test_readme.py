@@ -1,4 +1,5 @@
-"""The README's library example runs as written."""
+"""The README's library example, and every python example of the pages it links in docs/, runs
+as written."""
 
 from __future__ import annotations
 
@@ -6,6 +7,7 @@ import re
 from pathlib import Path
 
 README = Path(__file__).resolve().parents[2] / "README.md"
+DOCS = README.parent / "docs"
 
 
 def test_readme_library_example_runs() -> None:
@@ -13,6 +15,23 @@ def test_readme_library_example_runs() -> None:
     assert blocks, "README.md has no python example"
     for block in blocks:
         exec(compile(block, str(README), "exec"), {})
+
+
+def test_every_docs_python_example_runs() -> None:
+    pages = sorted(DOCS.glob("*.md"))
+    assert pages, "docs/ has no page"
+    ran = 0
+    for page in pages:
+        for block in re.findall(r"```python\n(.*?)```", page.read_text(), flags=re.S):
+            exec(compile(block, str(page), "exec"), {})
+            ran += 1
+    assert ran >= 1, "no python example in docs/ (the DFT page has one)"
+
+
+def test_the_readme_links_every_docs_page() -> None:
+    text = README.read_text()
+    for page in sorted(DOCS.glob("*.md")):
+        assert f"docs/{page.name}" in text, f"README.md does not link docs/{page.name}"
 
 
 def test_readme_shows_the_two_commands() -> None:
