@@ -31,7 +31,7 @@ from typing import Any, Final
 
 from gapless.impl.errors import GaplessError
 from gapless.spark_fuzz.store import iter_campaign_dirs, read_faults, read_rows
-from gapless.spark_fuzz.transitions import coverage_report
+from gapless.spark_fuzz.transitions import coverage_of, coverage_report, reachable
 
 __all__ = ["ReportError", "lattice_transitions", "write_report"]
 
@@ -73,11 +73,25 @@ def lattice_transitions() -> tuple[str, ...]:
 
 
 def _what(config: dict[str, Any], rows: int) -> str:
-    """What a campaign fuzzed, for titles: protocol, variant, topology, schedules."""
+    """What a campaign fuzzed, for titles: protocol, variant, topology, schedules, and the
+    share of the schedules each ``[mix.NAME]`` setup ran instead, with what it changes."""
     protocol = config["protocol"] + (f" ({config['backend']})" if config.get("backend") else "")
-    return (
+    what = (
         f"{protocol}, variant {config['variant']}, topology {config['topology']}, {rows} schedules"
     )
+    mix = config.get("mix") or {}
+    if mix:
+        parts = []
+        for name in sorted(mix):
+            setup = mix[name]
+            changes = [f"topology {setup['topology']}"] if "topology" in setup else []
+            changes += [f"{k} = {v}" for k, v in sorted((setup.get("run_config") or {}).items())]
+            if "workload" in setup:
+                changes.append("its own workload")
+            share = f"{float(setup['share']):.0%}"
+            parts.append(f"{name} {share}" + (f" ({', '.join(changes)})" if changes else ""))
+        what += "\nmix (drawn per schedule): " + "; ".join(parts)
+    return what
 
 
 def _campaign_dirs(directory: Path) -> list[Path]:
@@ -160,13 +174,13 @@ def _plots(cdir: Path, target: Path, prefix: str) -> dict[str, str]:
 
     coverage: Counter[str] = Counter()
     for r in rows:
-        if r["coverage"]:
-            # the lattice transitions only: the rules and their pairs are listed in the page
-            coverage.update(
-                {k: v for k, v in json.loads(r["coverage"]).items() if not k.startswith("R:")}
-            )
-    never = never_exercised(coverage)
-    _coverage_plot(plt, coverage, never, what)
+        coverage.update(coverage_of(r))
+    universe = reachable(manifest["config"]["protocol"])
+    if universe:
+        _roles_coverage_plot(plt, coverage, universe, what)
+    else:
+        lattice = Counter({k: v for k, v in coverage.items() if not k.startswith("R:")})
+        _coverage_plot(plt, lattice, never_exercised(lattice), what)
     fig = plt.gcf()
     fig.tight_layout()
     files["coverage"] = f"{prefix}-coverage.png"
@@ -214,6 +228,45 @@ def _coverage_plot(plt: Any, coverage: Counter[str], never: list[str], what: str
     ax.tick_params(axis="y", labelsize=7)
 
 
+def _roles_coverage_plot(
+    plt: Any, coverage: Counter[str], universe: tuple[str, ...], what: str
+) -> None:
+    """The transitions the protocol's roles can take (:func:`reachable`: dispatch rules
+    ``R:...`` and the lattice transitions the roles emit), as bars of how often the campaign
+    took each (log scale); those it never reached greyed and marked. The lattice algebra
+    allows more transitions than the roles take (``K:D->E`` is an error, ``K:L->D`` never
+    happens): those are named in the page, not drawn here, so the plot's "N of M" is the
+    figure the fuzz summary reports."""
+    reached = [t for t in universe if coverage.get(t)]
+    never = [t for t in universe if not coverage.get(t)]
+    _fig, ax = plt.subplots(figsize=(7.5, max(3.0, 0.2 * len(universe) + 1.8)))
+    if reached:
+        ax.barh(range(len(reached)), [coverage[t] for t in reached], color="#30638e")
+        ax.set_xscale("log")
+    for y in range(len(reached), len(universe)):
+        ax.text(
+            0.01,
+            y,
+            "never reached",
+            color="#888888",
+            fontsize=7,
+            va="center",
+            transform=ax.get_yaxis_transform(),
+        )
+    ax.set_yticks(list(range(len(universe))), [*reached, *never])
+    for tick in ax.get_yticklabels()[len(reached) :]:
+        tick.set_color("#888888")
+    ax.set_ylim(len(universe) - 0.5, -0.5)
+    ax.set_xlabel("times taken, summed over schedules (count, log scale)")
+    ax.set_title(
+        f"transitions the roles can take: {len(reached)} of {len(universe)} reached\n"
+        f"(R: a dispatch rule that changed a role's state; K:/C: a knowledge or curiosity "
+        f"transition)\n{what}",
+        fontsize=8,
+    )
+    ax.tick_params(axis="y", labelsize=6)
+
+
 def _section(cdir: Path, target: Path, link_dir: Path, index: int) -> str:
     manifest = json.loads((cdir / "_manifest.json").read_text(encoding="utf-8"))
     config = manifest["config"]
@@ -257,9 +310,18 @@ def _section(cdir: Path, target: Path, link_dir: Path, index: int) -> str:
             coverage.update(json.loads(text))
     never = never_exercised(coverage)
     if never:
+        universe = set(reachable(config["protocol"]))
+        beyond = [t for t in never if universe and t not in universe]
+        note = (
+            f" ({len(beyond)} of these are taken by no rule of the {config['protocol']} roles,"
+            " so no campaign can reach them; the roles' own transitions are counted below)"
+            if beyond
+            else ""
+        )
         out.append(
             "<p>allowed by the lattices, never exercised by this campaign: "
             + ", ".join(f"<code>{esc(t)}</code>" for t in never)
+            + note
             + "</p>"
         )
     out.append(_transitions_html(config["protocol"], rows.to_pylist(), esc))
