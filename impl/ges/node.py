@@ -75,10 +75,17 @@ from gapless.impl.ges.messages import (
     SysNack,
     Unreplicate,
     event_message,
+    wire,
 )
 from gapless.impl.ges.policy import GESPolicy
 from gapless.impl.ges.propagation import Interest, passes
-from gapless.impl.ges.records import Registration, Release, registration_of, release_of
+from gapless.impl.ges.records import (
+    Registration,
+    Release,
+    registration_of,
+    release_of,
+    unrouted,
+)
 from gapless.impl.ges.session import Session, change_profile, offer, start_session
 from gapless.impl.ges.storage import (
     ClientRecord,
@@ -197,8 +204,9 @@ def route(
         return on_body(s, body, now)
     seen = visited | {s.name}
     hop = s.policy.route(s.net.hierarchy, s.name, dest, s.avoid, seen)
-    if hop is None:
-        return s, ()  # unreachable now: the sender retransmits
+    if hop is None:  # unreachable now: dropped (and recorded); the sender retransmits
+        kind = wire(Routed(dest=dest, visited=seen, body=body)).kind
+        return s, (unrouted(s.name, (dest,), visited - {s.name}, kind),)
     return s, (Send(to=hop, msg=Routed(dest=dest, visited=seen, body=body)),)
 
 
@@ -211,12 +219,18 @@ def forward_event(s: NodeState, msg: EventMsg, now: int) -> tuple[NodeState, Eff
         effects.extend(effs)
     seen = msg.visited | {s.name}
     groups: dict[str, list[str]] = {}
+    lost: list[str] = []
     for d in msg.dests:
         if d == s.name or not _gate(s, msg, d):
             continue
         hop = s.policy.route(s.net.hierarchy, s.name, d, s.avoid, seen)
         if hop is not None:
             groups.setdefault(hop, []).append(d)
+        else:
+            lost.append(d)
+    if lost:  # no route toward these now: recorded; the storage retransmits
+        before = msg.visited - {s.name}
+        effects.append(unrouted(s.name, tuple(lost), before, "event", msg.storage, msg.epoch))
     for hop, dests in sorted(groups.items()):
         ds = set(dests)
         copy = attrs.evolve(

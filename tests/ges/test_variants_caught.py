@@ -26,6 +26,7 @@ CASES = {
     "epoch-at-reconnect": ("release_after_confirm", MIXED, {}),
     "double-decrement": ("reference_counts", MIXED, {}),
     "route-through-suspected": ("avoid_suspected", MIXED, {}),
+    "no-alternate-route": ("route_while_path", MIXED, {}),
     "aggregate-losses-only": ("roam_complete", CUT, {}),
     "no-edge-refcount": ("reference_counts", ROAMS, {"workload": SAME_PROFILE}),
     "flooding": ("selective_routing", MIXED, {}),
