@@ -161,6 +161,9 @@ class GESChecker:
         self.down: dict[tuple[str, str], int] = {}
         self.dead: set[str] = set()
         self.failing: set[str] = set()
+        self.forever: set[str] = set()
+        """Brokers that failed forever: a crash of theirs that ends later does not restart
+        them (the world records the crash's end, and restarts nothing)."""
         self.changed_at = -1
         """When links or nodes last went down: a node is told of each link in turn within
         that instant, so a send in the same instant is not judged."""
@@ -459,9 +462,11 @@ class GESChecker:
             for e in elems:
                 (self.stalling.add if phase == "start" else self.stalling.discard)(e)
         if k in ("crash", "fail") or (k == "stall_broker" and phase != "start"):
+            if k == "fail":
+                self.forever.add(tgt)
             if phase in ("start", "fail"):
                 self.dead.add(tgt)
-            elif k != "fail":
+            elif tgt not in self.forever:  # the world never restarts a failed broker
                 self.dead.discard(tgt)
         elif k in ("link_fail", "partition") or (k == "stall_link" and phase != "start"):
             if k == "stall_link" and phase == "end" and tgt not in self.failing:

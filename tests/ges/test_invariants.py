@@ -301,3 +301,19 @@ def test_a_destination_down_cut_off_or_just_back_is_not_judged() -> None:
     assert _route_judge(*back, _unrouted_record(501_000, "n1", "n7")) == "route_while_path"
     stalled = _fault_record(100, "stall_link", "n3|n5")  # stalling: not a path
     assert _route_judge(*cut[1:], stalled, _unrouted_record(500_000, "n1", "n7")) is None
+
+
+def test_a_crash_that_ends_after_its_broker_failed_forever_restarts_nothing() -> None:
+    """Found by ges-demo seed 32 (ges9): n20 crashed, then failed forever with its
+    super-cluster, then its crash's end was recorded; the world restarts nothing, and the
+    checker must not take n20 for up (a drop toward it is no violation)."""
+    faults = (
+        _fault_record(100_000, "crash", "n6"),
+        _fault_record(200_000, "fail", "n6"),
+        _fault_record(300_000, "crash", "n6", "end"),
+    )
+    assert _route_judge(*faults, _unrouted_record(600_000, "n5", "n6")) is None
+    checker = GESChecker(run_context(spec(), 1), ("avoid_suspected",))
+    for r in faults:
+        checker.observe(r)
+    assert checker._is_down("n4", "n6")
