@@ -55,6 +55,7 @@ from pyrsistent import PMap, pmap
 
 from gapless.impl.effects import Deliver, Effect, Persist, Send
 from gapless.impl.ges.config import GESConfig, Network
+from gapless.impl.ges.connectivity import link_key
 from gapless.impl.ges.linkstate import News, Pairs
 from gapless.impl.ges.messages import (
     Confirm,
@@ -116,7 +117,9 @@ __all__ = [
     "on_written",
     "replicate",
     "resend_queues",
+    "returns_to",
     "route",
+    "split_by_hop",
     "sys_forward",
     "write",
 ]
@@ -197,17 +200,41 @@ def write(s: NodeState, key: Any, value: Any) -> tuple[NodeState, Persist]:
 
 
 def route(
-    s: NodeState, dest: str, body: Any, visited: frozenset[str], now: int
+    s: NodeState,
+    dest: str,
+    body: Any,
+    visited: frozenset[str],
+    now: int,
+    back: tuple[str, ...] = (),
 ) -> tuple[NodeState, Effects]:
-    """Send ``body`` toward node ``dest`` (handled here when ``dest`` is this node)."""
+    """Send ``body`` toward node ``dest`` (handled here when ``dest`` is this node); at a
+    dead end, back to the node it came from (:func:`returns_to`)."""
     if dest == s.name:
         return on_body(s, body, now)
     seen = visited | {s.name}
     hop = s.policy.route(s.net.hierarchy, s.name, dest, s.avoid, seen)
-    if hop is None:  # unreachable now: dropped (and recorded); the sender retransmits
-        kind = wire(Routed(dest=dest, visited=seen, body=body)).kind
-        return s, (unrouted(s.name, (dest,), visited - {s.name}, kind),)
-    return s, (Send(to=hop, msg=Routed(dest=dest, visited=seen, body=body)),)
+    if hop is not None:
+        out = Routed(dest=dest, visited=seen, body=body, back=(*back, s.name))
+        return s, (Send(to=hop, msg=out),)
+    to = returns_to(s, back)
+    if to is not None:
+        return s, (Send(to=to, msg=Routed(dest=dest, visited=seen, body=body, back=back[:-1])),)
+    # unreachable now: dropped (and recorded); the sender retransmits
+    kind = wire(Routed(dest=dest, visited=seen, body=body)).kind
+    return s, (unrouted(s.name, (dest,), visited - {s.name}, kind),)
+
+
+def returns_to(s: NodeState, back: tuple[str, ...]) -> str | None:
+    """Where a message that found no way on from here goes: back to the last node of its
+    trail ``back`` (the one that forwarded it here), unless the link to it is suspected; None
+    at its origin. That node is in the message's visited set and this one now is too, so it
+    tries the other ways it sees, avoiding both — a depth-first search over the nodes'
+    views, which ends: every forward step adds a node to the visited set [GES "Routing
+    events": a gatekeeper cannot see inside the unit it routes into, so its gateway may be a
+    dead end while another gateway leads on; found by ``route_while_path``]."""
+    if not back or link_key(s.name, back[-1]) in s.avoid:
+        return None
+    return back[-1]
 
 
 def forward_event(s: NodeState, msg: EventMsg, now: int) -> tuple[NodeState, Effects]:
@@ -218,29 +245,40 @@ def forward_event(s: NodeState, msg: EventMsg, now: int) -> tuple[NodeState, Eff
         s, effs = deliver_local(s, msg, now)
         effects.extend(effs)
     seen = msg.visited | {s.name}
+    dests = [d for d in msg.dests if d != s.name and _gate(s, msg, d)]
+    groups, lost = split_by_hop(s, dests, seen)
+    ahead = (*msg.back, s.name)
+    to = returns_to(s, msg.back) if lost else None
+    if to is not None:  # a dead end toward these: back where it came from
+        groups.setdefault(to, []).extend(lost)
+    elif lost:  # no route toward these now: recorded; the storage retransmits
+        before = msg.visited - {s.name}
+        effects.append(unrouted(s.name, tuple(lost), before, "event", msg.storage, msg.epoch))
+    for hop, ds in sorted(groups.items()):
+        copy = attrs.evolve(
+            msg,
+            dests=tuple(ds),
+            targets=tuple(t for t in msg.targets if t[1] in set(ds)),
+            visited=seen,
+            back=msg.back[:-1] if hop == to else ahead,
+        )
+        effects.append(Send(to=hop, msg=copy))
+    return s, tuple(effects)
+
+
+def split_by_hop(
+    s: NodeState, dests: list[str], seen: frozenset[str]
+) -> tuple[dict[str, list[str]], list[str]]:
+    """``dests`` grouped by their next hop from here, avoiding ``seen``; those with none."""
     groups: dict[str, list[str]] = {}
     lost: list[str] = []
-    for d in msg.dests:
-        if d == s.name or not _gate(s, msg, d):
-            continue
+    for d in dests:
         hop = s.policy.route(s.net.hierarchy, s.name, d, s.avoid, seen)
         if hop is not None:
             groups.setdefault(hop, []).append(d)
         else:
             lost.append(d)
-    if lost:  # no route toward these now: recorded; the storage retransmits
-        before = msg.visited - {s.name}
-        effects.append(unrouted(s.name, tuple(lost), before, "event", msg.storage, msg.epoch))
-    for hop, dests in sorted(groups.items()):
-        ds = set(dests)
-        copy = attrs.evolve(
-            msg,
-            dests=tuple(dests),
-            targets=tuple(t for t in msg.targets if t[1] in ds),
-            visited=seen,
-        )
-        effects.append(Send(to=hop, msg=copy))
-    return s, tuple(effects)
+    return groups, lost
 
 
 def _gate(s: NodeState, msg: EventMsg, dest: str) -> bool:

@@ -213,7 +213,7 @@ VARIANTS: Final[dict[str, Variant]] = {
         ),
         _bug(
             "aggregate-losses-only",
-            ("roam_complete",),
+            ("route_while_path", "roam_complete"),
             ("link_fail",),
             "A gatekeeper rewriting connection news into aggregated entries (live links per pair "
             "of units) states a pair's count when it falls, not when links come back [GES "
@@ -232,12 +232,13 @@ VARIANTS: Final[dict[str, Variant]] = {
         ),
         _bug(
             "no-alternate-route",
-            ("route_while_path",),
+            ("route_while_path", "roam_complete"),
             ("link_fail",),
             "Routing drops a message whose cheapest link has failed instead of taking the "
             'alternate [GES "Conclusion": "Links could fail, and the routing to the affected '
             'units is performed using the alternate links"]; it gets through once the link '
-            "heals, so only the instantaneous judgement sees it.",
+            "heals (so only the instantaneous judgement sees it), or never when the cheapest "
+            "neighbour failed for good.",
             route=no_alternate_route,
         ),
         _bug(
