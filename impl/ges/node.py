@@ -40,10 +40,10 @@ returns the same state and ``()``.
 * **System-level links** (:mod:`gapless.impl.ges.syslink`, ``system_links``): a storage
   numbers per peer the events it destines into other top-level units and forwards them;
   peers write them in sequence, acknowledge, and nack a gap.
-* **Crash.** A node keeps exactly its completed writes (``disk``): the outbox, and for a
-  storage its logs, registrations and releases, from which the storage is rebuilt
-  (:func:`gapless.impl.ges.storage.recover`). Sessions, suspicions and in-flight writes are
-  lost; clients reconnect and present their tokens.
+* **Crash** (:mod:`gapless.impl.ges.crashes`). A node keeps exactly its completed writes
+  (``disk``): the outbox, and for a storage its logs, registrations and releases, from
+  which the storage is rebuilt (:func:`gapless.impl.ges.storage.recover`). Sessions,
+  suspicions and in-flight writes are lost; clients reconnect and present their tokens.
 """
 
 from __future__ import annotations
@@ -55,7 +55,7 @@ from pyrsistent import PMap, pmap
 
 from gapless.impl.effects import Deliver, Effect, Persist, Send
 from gapless.impl.ges.config import GESConfig, Network
-from gapless.impl.ges.connectivity import link_key
+from gapless.impl.ges.hops import returns_to, split_by_hop
 from gapless.impl.ges.linkstate import News, Pairs
 from gapless.impl.ges.messages import (
     Confirm,
@@ -96,11 +96,10 @@ from gapless.impl.ges.storage import (
     confirm,
     confirm_unit,
     handoff,
-    recover,
     recovery_queue,
     store,
 )
-from gapless.impl.ges.syslink import acked, forwards, held, number, rebuild, receive, resend
+from gapless.impl.ges.syslink import acked, forwards, held, number, receive, resend
 from gapless.impl.ges.tier import add_unit, owed
 
 __all__ = [
@@ -108,7 +107,6 @@ __all__ = [
     "Registration",
     "Release",
     "connect",
-    "crash",
     "event_msg",
     "forward_event",
     "handoffs",
@@ -117,9 +115,7 @@ __all__ = [
     "on_written",
     "replicate",
     "resend_queues",
-    "returns_to",
     "route",
-    "split_by_hop",
     "sys_forward",
     "write",
 ]
@@ -162,34 +158,6 @@ def initial_state(name: str, net: Network, config: GESConfig, policy: GESPolicy)
     return NodeState(name=name, net=net, config=config, policy=policy, store=st)
 
 
-def crash(s: NodeState) -> NodeState:
-    """The node after a crash: only its completed writes survive (see module doc)."""
-    outbox = {(k[1], k[2]): v for k, v in s.disk.items() if k[0] == "outbox"}
-    pub_next: dict[str, int] = {}
-    for pubend, seq in outbox:
-        pub_next[pubend] = max(pub_next.get(pubend, 0), seq + 1)
-    st = None
-    if s.store is not None:
-        logs = {k[2]: v[0] for k, v in s.disk.items() if k[0] == "log"}
-        released = {k[2] for k in s.disk if k[0] == "release"}
-        records = {k[2]: v.record for k, v in s.disk.items() if k[0] == "client"}
-        st = recover(s.name, logs, released, records, s.net.boot_fine_of)
-        for key in sorted(k for k in s.disk if k[0] == "unit"):
-            st = add_unit(st, s.net.hierarchy, key[2], s.policy)
-        sysin = [(k[2], k[3]) for k in s.disk if k[0] == "sysin"]
-        st = rebuild(st, logs.values(), sysin)
-    return NodeState(
-        name=s.name,
-        net=s.net,
-        config=s.config,
-        policy=s.policy,
-        pub_next=pmap(pub_next),
-        outbox=pmap(outbox),
-        store=st,
-        disk=s.disk,
-    )
-
-
 def write(s: NodeState, key: Any, value: Any) -> tuple[NodeState, Persist]:
     """Ask for the durable write ``key`` = ``value`` (completed by ``on_written``)."""
     s = attrs.evolve(s, writes=s.writes.set(key, value))
@@ -208,7 +176,8 @@ def route(
     back: tuple[str, ...] = (),
 ) -> tuple[NodeState, Effects]:
     """Send ``body`` toward node ``dest`` (handled here when ``dest`` is this node); at a
-    dead end, back to the node it came from (:func:`returns_to`)."""
+    dead end, back to the node it came from
+    (:func:`~gapless.impl.ges.hops.returns_to`)."""
     if dest == s.name:
         return on_body(s, body, now)
     seen = visited | {s.name}
@@ -216,25 +185,12 @@ def route(
     if hop is not None:
         out = Routed(dest=dest, visited=seen, body=body, back=(*back, s.name))
         return s, (Send(to=hop, msg=out),)
-    to = returns_to(s, back)
+    to = returns_to(s.name, s.avoid, back)
     if to is not None:
         return s, (Send(to=to, msg=Routed(dest=dest, visited=seen, body=body, back=back[:-1])),)
     # unreachable now: dropped (and recorded); the sender retransmits
     kind = wire(Routed(dest=dest, visited=seen, body=body)).kind
     return s, (unrouted(s.name, (dest,), visited - {s.name}, kind),)
-
-
-def returns_to(s: NodeState, back: tuple[str, ...]) -> str | None:
-    """Where a message that found no way on from here goes: back to the last node of its
-    trail ``back`` (the one that forwarded it here), unless the link to it is suspected; None
-    at its origin. That node is in the message's visited set and this one now is too, so it
-    tries the other ways it sees, avoiding both — a depth-first search over the nodes'
-    views, which ends: every forward step adds a node to the visited set [GES "Routing
-    events": a gatekeeper cannot see inside the unit it routes into, so its gateway may be a
-    dead end while another gateway leads on; found by ``route_while_path``]."""
-    if not back or link_key(s.name, back[-1]) in s.avoid:
-        return None
-    return back[-1]
 
 
 def forward_event(s: NodeState, msg: EventMsg, now: int) -> tuple[NodeState, Effects]:
@@ -246,9 +202,9 @@ def forward_event(s: NodeState, msg: EventMsg, now: int) -> tuple[NodeState, Eff
         effects.extend(effs)
     seen = msg.visited | {s.name}
     dests = [d for d in msg.dests if d != s.name and _gate(s, msg, d)]
-    groups, lost = split_by_hop(s, dests, seen)
+    groups, lost = split_by_hop(s.policy.route, s.net.hierarchy, s.name, s.avoid, dests, seen)
     ahead = (*msg.back, s.name)
-    to = returns_to(s, msg.back) if lost else None
+    to = returns_to(s.name, s.avoid, msg.back) if lost else None
     if to is not None:  # a dead end toward these: back where it came from
         groups.setdefault(to, []).extend(lost)
     elif lost:  # no route toward these now: recorded; the storage retransmits
@@ -264,21 +220,6 @@ def forward_event(s: NodeState, msg: EventMsg, now: int) -> tuple[NodeState, Eff
         )
         effects.append(Send(to=hop, msg=copy))
     return s, tuple(effects)
-
-
-def split_by_hop(
-    s: NodeState, dests: list[str], seen: frozenset[str]
-) -> tuple[dict[str, list[str]], list[str]]:
-    """``dests`` grouped by their next hop from here, avoiding ``seen``; those with none."""
-    groups: dict[str, list[str]] = {}
-    lost: list[str] = []
-    for d in dests:
-        hop = s.policy.route(s.net.hierarchy, s.name, d, s.avoid, seen)
-        if hop is not None:
-            groups.setdefault(hop, []).append(d)
-        else:
-            lost.append(d)
-    return groups, lost
 
 
 def _gate(s: NodeState, msg: EventMsg, dest: str) -> bool:

@@ -41,6 +41,7 @@ from typing import Any, Final
 import attrs
 
 from gapless.impl.effects import Effect, Rejected, Send, SetTimer
+from gapless.impl.ges.hops import returns_to, split_by_hop
 from gapless.impl.ges.messages import (
     EventMsg,
     Held,
@@ -63,9 +64,7 @@ from gapless.impl.ges.node import (
     on_written,
     replicate,
     resend_queues,
-    returns_to,
     route,
-    split_by_hop,
     sys_forward,
     unreplicate,
     write,
@@ -217,8 +216,9 @@ def on_profile_news(s: NodeState, msg: ProfileNews, now: int) -> Step:
             s, effs = route(s, msg.origin, ack, frozenset(), now)
             effects.extend(effs)
     seen = msg.visited | {s.name}
-    hops, lost = split_by_hop(s, [d for d in msg.dests if d != s.name], seen)
-    to = returns_to(s, msg.back) if lost else None
+    dests = [d for d in msg.dests if d != s.name]
+    hops, lost = split_by_hop(s.policy.route, s.net.hierarchy, s.name, s.avoid, dests, seen)
+    to = returns_to(s.name, s.avoid, msg.back) if lost else None
     if to is not None:  # a dead end toward these: back where it came from
         hops.setdefault(to, []).extend(lost)
     elif lost:  # no route toward these now: recorded; the origin resends until acknowledged

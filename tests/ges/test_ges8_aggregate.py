@@ -17,9 +17,9 @@ from gapless.impl.effects import Send
 from gapless.impl.ges import PAPER_POLICY, GESConfig, handle, initial_state
 from gapless.impl.ges.aggregate import derive, per_link, unit_pair
 from gapless.impl.ges.connectivity import next_hop
+from gapless.impl.ges.crashes import crash
 from gapless.impl.ges.messages import LinkNews
 from gapless.impl.ges.newest import keep_newest
-from gapless.impl.ges.node import crash
 from gapless.impl.ges.policy import GESPolicy
 from gapless.impl.ges.variants import VARIANTS
 from gapless.impl.inputs import LinkChanged, Receive
