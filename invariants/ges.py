@@ -32,6 +32,23 @@ Invariants (:data:`INVARIANTS`):
 * ``avoid_suspected`` — no node sends over a link it has been told is down (a failed link, a
   partition's crossing link, or a link to a crashed or failed node), after the instant it
   went down [GES "Routing events"];
+* ``route_while_path`` — a node drops (or, as its origin, holds back until it retransmits) a
+  message for want of a route (its ``Unrouted`` record) only when no path exists [GES
+  "Routing events": "Nodes and links that have not been failure suspected are the only
+  entities that can be part of the shortest path"; "Reliable delivery": routes are computed
+  "based on the state of the network at any given time"]. "A path exists" is judged on the
+  *settled live graph* at the record's instant ``t``: the brokers up at ``t`` (not crashed,
+  failed, or stalling) and the links up at ``t`` (not failed, partitioned or stalling), each
+  up continuously since ``t - settle_us`` (:attr:`GESContext.settle_us`: news of a link or
+  broker coming back, flooded from its ends, may still be in flight before then; a node
+  cannot know of it). It is a violation if that graph holds (a) a path from the dropping
+  node to the destination that avoids the nodes the message visited before it ("routing
+  avoids a suspected unit or link whenever another path exists"), or (b) for an event, a
+  path from its storage to the destination while no broker or link changed state since
+  ``t - settle_us`` ("an event reaches every live interested unit while a path to it
+  exists": its storage chose a route that dead-ended although another one existed, and it
+  would choose it again when it retransmits). A destination that is down, or cut off, has
+  no path: dropping toward it is allowed;
 * ``reference_counts`` — the per-edge reference counts a registration reports equal the
   number of registered profiles at that node using the edge (so never negative), and an event
   is released with predicate count exactly zero [GES "Profiles and the profile graph",
@@ -68,6 +85,7 @@ from __future__ import annotations
 
 from bisect import bisect_left
 from collections.abc import Callable, Mapping
+from collections.abc import Set as AbstractSet
 from typing import Any, Final, final
 
 import attrs
@@ -76,10 +94,11 @@ from gapless.impl.effects import Deliver, DeliverCohort, Persist, deliveries
 from gapless.impl.ges.messages import GesWire, Unreplicate
 from gapless.impl.ges.node import Registration, Release
 from gapless.impl.ges.profiles import path_of
+from gapless.impl.ges.records import Unrouted
 from gapless.impl.trace import Fault, TraceRecord
 from gapless.invariants.violation import Violation
 
-__all__ = ["INVARIANTS", "SAFETY", "GESChecker", "GESContext"]
+__all__ = ["INVARIANTS", "SAFETY", "SETTLE_US", "GESChecker", "GESContext"]
 
 INVARIANTS: Final = (
     "roam_exactly_once",
@@ -87,12 +106,15 @@ INVARIANTS: Final = (
     "roam_complete",
     "selective_routing",
     "avoid_suspected",
+    "route_while_path",
     "reference_counts",
     "release_after_confirm",
     "system_sequence",
     "notified_before_leaving",
 )
 SAFETY: Final = tuple(n for n in INVARIANTS if n != "roam_complete")
+SETTLE_US: Final = 100_000
+"""The default :attr:`GESContext.settle_us`."""
 
 
 @final
@@ -111,6 +133,11 @@ class GESContext:
     """Whether a client that changed its profile waits for its notification before leaving."""
     storages: tuple[str, ...] = ()
     """The system storages a handoff goes to (empty: those of ``storage_of_pubend``)."""
+    settle_us: int = SETTLE_US
+    """How long news of a broker or link coming back may take to reach a node
+    (``route_while_path`` judges only paths whose brokers and links have been up that long).
+    News travels about 1.2 ms a hop and crosses at most a dozen hops in our topologies; a
+    reorder window may hold a message up to 50 ms more."""
 
 
 class GESChecker:
@@ -134,6 +161,9 @@ class GESChecker:
         self.down: dict[tuple[str, str], int] = {}
         self.dead: set[str] = set()
         self.failing: set[str] = set()
+        self.forever: set[str] = set()
+        """Brokers that failed forever: a crash of theirs that ends later does not restart
+        them (the world records the crash's end, and restarts nothing)."""
         self.changed_at = -1
         """When links or nodes last went down: a node is told of each link in turn within
         that instant, so a send in the same instant is not judged."""
@@ -155,6 +185,18 @@ class GESChecker:
         client's node."""
         self.change: dict[str, int] = {}
         """Each client's profile changes within its current connection."""
+        self.adjacent: dict[str, list[tuple[str, tuple[str, str]]]] = {}
+        for a, b in ctx.links:
+            key = (a, b) if a < b else (b, a)
+            self.adjacent.setdefault(a, []).append((b, key))
+            self.adjacent.setdefault(b, []).append((a, key))
+        self.since: dict[str | tuple[str, str], int] = {}
+        """When each broker (by name) or link (sorted pair) last changed between up and down
+        (absent: up since the start)."""
+        self.stalling: set[str | tuple[str, str]] = set()
+        """Brokers and links stalling now (silently losing what they carry)."""
+        self.topology_at = -1
+        """When any broker or link last changed between up and down."""
 
     # ------------------------------------------------------------ plumbing
 
@@ -205,6 +247,8 @@ class GESChecker:
             self._leaving(r)
         elif k == "fault":
             self._fault(r.detail, r.time)
+        elif k == "rejected" and type(getattr(r.detail, "input", None)) is Unrouted:
+            self._unrouted(r, r.detail.input)
         return self.violation is not None
 
     def _connect(self, r: TraceRecord) -> None:
@@ -317,6 +361,56 @@ class GESChecker:
             msg += f"storage {lacking[0]}"
             self._flag("notified_before_leaving", c, msg, r)
 
+    # ------------------------------------------------------------ routes
+
+    def _unrouted(self, r: TraceRecord, u: Unrouted) -> None:
+        """``route_while_path``: a drop for want of a route while a path existed."""
+        if "route_while_path" not in self.names:
+            return
+        settled = r.time - self.ctx.settle_us
+        for d in u.dests:
+            if self._path(r.node, d, u.visited - {r.node}, settled):
+                what = f"dropped {u.kind} for {d} for want of a route, visited "
+                what += f"{', '.join(sorted(u.visited)) or 'nothing'}; a path avoiding them existed"
+                self._flag("route_while_path", r.node, what, r)
+                return
+            calm = self.topology_at <= settled
+            if (
+                u.kind == "event"
+                and u.storage
+                and calm
+                and self._path(u.storage, d, set(), settled)
+            ):
+                what = f"dropped event {u.epoch} of {u.storage} for {d} for want of a route, "
+                what += f"visited {', '.join(sorted(u.visited))}; a path from {u.storage} existed "
+                what += "and nothing had changed"
+                self._flag("route_while_path", r.node, what, r)
+                return
+
+    def _settled(self, elem: str | tuple[str, str], settled: int) -> bool:
+        return self._live(elem) and self.since.get(elem, -1) <= settled
+
+    def _path(self, src: str, dest: str, avoid: AbstractSet[str], settled: int) -> bool:
+        """Whether the settled live graph (module doc) holds a path from ``src`` to ``dest``
+        through no node of ``avoid``."""
+        if src == dest or src in avoid or dest in avoid:
+            return False
+        if not (self._settled(src, settled) and self._settled(dest, settled)):
+            return False
+        seen, todo = {src}, [src]
+        while todo:
+            n = todo.pop()
+            for m, link in self.adjacent.get(n, ()):
+                if m in seen or m in avoid or not self._settled(link, settled):
+                    continue
+                if not self._settled(m, settled):
+                    continue
+                if m == dest:
+                    return True
+                seen.add(m)
+                todo.append(m)
+        return False
+
     # ------------------------------------------------------------ faults
 
     def _is_down(self, a: str, b: str) -> bool:
@@ -333,10 +427,46 @@ class GESChecker:
     def _fault(self, f: Fault, time: int = -1) -> None:
         k, tgt, phase = f.kind, f.target, f.phase
         self.changed_at = time  # restarts and heals tell nodes of links in turn too
+        before = self._live_now(k, tgt)
+        self._fault_state(k, tgt, phase)
+        for elem, was in before:
+            if self._live(elem) != was:
+                self.since[elem] = time
+                self.topology_at = time
+
+    def _live_now(self, kind: str, target: str) -> list[tuple[str | tuple[str, str], bool]]:
+        """The brokers and links a fault of ``kind`` on ``target`` can change, and whether
+        each is live now."""
+        elems: list[str | tuple[str, str]]
+        if kind in ("crash", "fail", "stall_broker"):
+            elems = [target]
+        elif kind in ("link_fail", "partition", "stall_link"):
+            elems = list(self._links_of(target))
+        else:
+            return []
+        return [(e, self._live(e)) for e in elems]
+
+    def _live(self, elem: str | tuple[str, str]) -> bool:
+        """Whether broker or link ``elem`` is up and not stalling."""
+        if elem in self.stalling:
+            return False
+        if isinstance(elem, str):
+            return elem not in self.dead
+        return self.down.get(elem, 0) == 0
+
+    def _fault_state(self, k: str, tgt: str, phase: str) -> None:
+        if k == "stall_broker" or k == "stall_link":
+            elems: list[str | tuple[str, str]] = (
+                [tgt] if k == "stall_broker" else list(self._links_of(tgt))
+            )
+            for e in elems:
+                (self.stalling.add if phase == "start" else self.stalling.discard)(e)
         if k in ("crash", "fail") or (k == "stall_broker" and phase != "start"):
+            if k == "fail":
+                self.forever.add(tgt)
             if phase in ("start", "fail"):
                 self.dead.add(tgt)
-            elif k != "fail":
+            elif tgt not in self.forever:  # the world never restarts a failed broker
                 self.dead.discard(tgt)
         elif k in ("link_fail", "partition") or (k == "stall_link" and phase != "start"):
             if k == "stall_link" and phase == "end" and tgt not in self.failing:

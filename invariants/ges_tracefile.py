@@ -1,13 +1,14 @@
 """GES trace files: a run's observable trace as JSON Lines, judged offline by GES's
 invariants (:mod:`gapless.invariants.ges`) [GES "Reliable delivery"].
 
-Format ``gapless-trace``, version 2, ``"protocol": "ges"`` (UTF-8, one JSON object per line),
+Format ``gapless-trace``, version 3, ``"protocol": "ges"`` (UTF-8, one JSON object per line),
 shaped like guaranteed delivery's (:mod:`gapless.invariants.tracefile`), end record included:
 
-* line 1, the header: ``{"format": "gapless-trace", "version": 2, "protocol": "ges",
+* line 1, the header: ``{"format": "gapless-trace", "version": 3, "protocol": "ges",
   "context": {...}, "live_end": bool, "meta": {...}}``; ``context`` holds ``profiles``
   (client -> profile, in the filter language), ``storage_of_pubend`` (publisher -> the storage
-  that logs its events) and ``links`` (``[a, b]`` pairs, ``a < b``). ``live_end``: the trace
+  that logs its events), ``links`` (``[a, b]`` pairs, ``a < b``) and ``settle_us`` (how long
+  ``route_while_path`` lets news of a recovery travel; absent: 100,000). ``live_end``: the trace
   ends healed and drained, so ``roam_complete`` is judged at its end.
 * every other line, one record ``{"seq", "time", "node", "kind", "detail"}``:
 
@@ -34,7 +35,10 @@ shaped like guaranteed delivery's (:mod:`gapless.invariants.tracefile`), end rec
     the event's attributes; a cohort is written as one record per subscriber);
   - ``connect``: ``{"subscriber", "filter", "connection", "resume"}`` (``resume``: null or
     ``[storage, epoch]`` pairs); ``disconnect``: ``{"subscriber"}``; ``fault``: ``{"kind",
-    "target", "phase"}``.
+    "target", "phase"}``;
+  - ``unrouted`` (since version 3): ``{"dests", "visited", "kind", "storage", "epoch"}`` — the
+    record's node dropped a message for want of a route (the world's ``rejected`` record of
+    a :class:`~gapless.impl.ges.records.Unrouted`; read back as one).
 * the last line, the end record ``{"end": {"records": N, "sha256": HEX}}``: the record count
   and the SHA-256 of every line before it (each line's text and one ``"\\n"``). A file without
   it, or whose count or digest disagrees, is refused: judging a prefix of a run gives false
@@ -42,7 +46,8 @@ shaped like guaranteed delivery's (:mod:`gapless.invariants.tracefile`), end rec
 
 Files are written by :func:`gapless.invariants.trace_envelope.write_envelope` (compact JSON,
 written atomically); the reader checks the digest of each line as it is in the file, so files
-written before, one ``json.dumps(..., sort_keys=True)`` line each, still read.
+written before, one ``json.dumps(..., sort_keys=True)`` line each, still read, and so do
+version 2 files (written before ``unrouted`` records existed: they hold none).
 
 ``gapless simulate --scenario ges-roam --trace FILE`` writes one; ``gapless check FILE``
 judges it and gives the verdict the online checker gave. A malformed file raises
@@ -61,13 +66,14 @@ from typing import Any, Final, final
 import attrs
 from pyrsistent import pmap
 
-from gapless.impl.effects import Deliver, Persist, deliveries
+from gapless.impl.effects import Deliver, Persist, Rejected, deliveries
 from gapless.impl.ges.messages import GesWire, Replicate, SysForward, Unreplicate
 from gapless.impl.ges.node import Registration, Release
+from gapless.impl.ges.records import Unrouted, unrouted
 from gapless.impl.ges.storage import ClientRecord
 from gapless.impl.inputs import Connect, Disconnect, Persisted
 from gapless.impl.trace import Dropped, Fault, Published, Sent, TraceRecord
-from gapless.invariants.ges import INVARIANTS, GESChecker, GESContext
+from gapless.invariants.ges import INVARIANTS, SETTLE_US, GESChecker, GESContext
 from gapless.invariants.trace_envelope import write_envelope
 from gapless.invariants.tracefile import TraceFileError
 from gapless.invariants.violation import Violation
@@ -85,7 +91,11 @@ _KINDS: Final = (
     "connect",
     "disconnect",
     "fault",
+    "unrouted",
 )
+VERSION: Final = 3
+READS: Final = (2, 3)
+"""The versions this reader reads (2: before ``unrouted`` records)."""
 
 
 @final
@@ -221,6 +231,17 @@ def _details_out(ctx: GESContext, r: TraceRecord) -> list[dict[str, Any]]:
         ]
     if k == "disconnect":
         return [{"subscriber": d.subscriber}]
+    if k == "unrouted":
+        u: Unrouted = d.input
+        return [
+            {
+                "dests": list(u.dests),
+                "visited": sorted(u.visited),
+                "kind": u.kind,
+                "storage": u.storage,
+                "epoch": u.epoch,
+            }
+        ]
     return [{"kind": d.kind, "target": d.target, "phase": d.phase}]
 
 
@@ -236,7 +257,7 @@ def write_ges_trace(
     ``ctx``; returns how many records were written. Records are renumbered from 0."""
     header = {
         "format": "gapless-trace",
-        "version": 2,
+        "version": VERSION,
         "protocol": PROTOCOL,
         "context": {
             "profiles": dict(sorted(ctx.profiles.items())),
@@ -244,16 +265,20 @@ def write_ges_trace(
             "links": [list(x) for x in ctx.links],
             "waits": ctx.waits,
             "storages": list(ctx.storages),
+            "settle_us": ctx.settle_us,
         },
         "live_end": live_end,
         "meta": dict(meta or {}),
     }
     rows: list[dict[str, Any]] = []
     for r in records:
-        if r.kind not in _KINDS:
+        kind = r.kind
+        if kind == "rejected" and type(getattr(r.detail, "input", None)) is Unrouted:
+            kind = "unrouted"
+        elif kind not in _KINDS:
             continue
-        for detail in _details_out(ctx, r):
-            row = {"seq": len(rows), "time": r.time, "node": r.node, "kind": r.kind}
+        for detail in _details_out(ctx, attrs.evolve(r, kind=kind)):
+            row = {"seq": len(rows), "time": r.time, "node": r.node, "kind": kind}
             rows.append({**row, "detail": detail})
     return write_envelope(path, header, rows)
 
@@ -395,7 +420,7 @@ def _write_in(ln: _Line, w: Any) -> Any:
     return None
 
 
-def _detail_in(ln: _Line, kind: str, d: Any) -> Any:
+def _detail_in(ln: _Line, kind: str, d: Any, node: str = "") -> Any:
     if kind == "publish":
         return Published(
             pubend=ln.get(d, "pubend", str),
@@ -436,6 +461,16 @@ def _detail_in(ln: _Line, kind: str, d: Any) -> Any:
         )
     if kind == "disconnect":
         return Disconnect(subscriber=ln.get(d, "subscriber", str))
+    if kind == "unrouted":
+        got: Rejected = unrouted(
+            node,
+            tuple(map(str, ln.get(d, "dests", list))),
+            frozenset(map(str, ln.get(d, "visited", list))),
+            ln.get(d, "kind", str),
+            ln.get(d, "storage", str),
+            ln.get(d, "epoch", int),
+        )
+        return got
     if kind == "fault":
         return Fault(
             kind=ln.get(d, "kind", str),
@@ -489,6 +524,7 @@ def _context_in(ln: _Line, c: Any, matches: Callable[[str, Any], bool]) -> GESCo
         durable=_durable,
         waits=ln.get(c, "waits", bool) if "waits" in c else False,
         storages=tuple(str(x) for x in (ln.get(c, "storages", list) if "storages" in c else ())),
+        settle_us=ln.get(c, "settle_us", int) if "settle_us" in c else SETTLE_US,
     )
 
 
@@ -504,12 +540,12 @@ def read_ges_trace(
         raise TraceFileError(f"{p}: empty file; a trace starts with its header line")
     ln = _Line(p, 1)
     header = _json(ln, lines[0])
-    if not isinstance(header, dict) or (
-        header.get("format"),
-        header.get("version"),
-        header.get("protocol"),
-    ) != ("gapless-trace", 2, PROTOCOL):
-        raise ln.fail("the header is not format 'gapless-trace', version 2, protocol 'ges'")
+    if (
+        not isinstance(header, dict)
+        or (header.get("format"), header.get("protocol")) != ("gapless-trace", PROTOCOL)
+        or header.get("version") not in READS
+    ):
+        raise ln.fail("the header is not format 'gapless-trace', version 2 or 3, protocol 'ges'")
     ctx = _context_in(ln, ln.get(header, "context", dict), matches)
     digest = hashlib.sha256(lines[0].encode("utf-8") + b"\n")
     records: list[TraceRecord] = []
@@ -525,13 +561,15 @@ def read_ges_trace(
             continue
         digest.update(text.encode("utf-8") + b"\n")
         kind = ln.get(obj, "kind", str)
+        node = ln.get(obj, "node", str)
+        detail = _detail_in(ln, kind, ln.get(obj, "detail", dict), node)
         records.append(
             TraceRecord(
                 seq=ln.get(obj, "seq", int),
                 time=ln.get(obj, "time", int),
-                node=ln.get(obj, "node", str),
-                kind=kind,
-                detail=_detail_in(ln, kind, ln.get(obj, "detail", dict)),
+                node=node,
+                kind="rejected" if kind == "unrouted" else kind,
+                detail=detail,
             )
         )
     if end is None:

@@ -36,6 +36,17 @@ Fault kinds (:data:`FAULT_KINDS`), each starting at ``at_us``:
   the clients it hosted reconnect elsewhere when the protocol's binding lets them roam. It is
   not one of :data:`FAULT_KINDS` (the kinds every protocol takes, and GD's), so no GD
   schedule or swarm draws it; a protocol lists it in its own fault kinds.
+* ``fail_unit`` (:data:`UNIT_KINDS`) — every broker of a *unit* fails forever at one instant
+  [GES "Reliable delivery": "a unit can fail and remain failed forever"; "Conclusion": "a
+  broker node or a unit/super-unit of broker nodes"]: a unit is one of ``Targets.units``
+  (comma-separated brokers: a cluster, a super-cluster..., as the topology names them in its
+  graph attribute ``units``). It is a kind of the *generator* only: it writes the unit's
+  failure as one ``fail`` event per broker, all at the same ``at_us`` with the same
+  ``duration_us`` (each with its own stream), so the world carries it out exactly as it
+  carries out ``fail`` and the shrinker can drop members one by one; no
+  :class:`FaultEvent` has kind ``fail_unit``. A swarm enables it from a stream of its own,
+  so a profile's other kinds are drawn as they were without it. Only protocols that list it
+  (and topologies that name units) get it.
 * ``move`` and ``older_ct`` (:data:`SUBSCRIBER_KINDS`) — subscriber ``target`` disconnects, as
   ``disconnect``, and ``duration_us`` later reconnects *at another broker* (``move``: the
   binding's ``roam`` is told, reconnect-anywhere [DUR §1 item 5]) or presenting *an older
@@ -81,6 +92,7 @@ __all__ = [
     "PERMANENT_KINDS",
     "PROFILE_KINDS",
     "SUBSCRIBER_KINDS",
+    "UNIT_KINDS",
     "FaultEvent",
     "FaultProfile",
     "FaultSchedule",
@@ -120,10 +132,17 @@ PROFILE_KINDS: Final = ("reprofile",)
 JOIN_KINDS: Final = ("join",)
 """A broker joining the system during the run (module doc); only protocols that list it."""
 
+UNIT_KINDS: Final = ("fail_unit",)
+"""A whole unit failing forever, written as ``fail`` events (module doc); only protocols that
+list it. A rate key of a profile, never the kind of a :class:`FaultEvent`."""
+
 ALL_FAULT_KINDS: Final = (
-    FAULT_KINDS + PERMANENT_KINDS + PROFILE_KINDS + SUBSCRIBER_KINDS + JOIN_KINDS
+    FAULT_KINDS + PERMANENT_KINDS + PROFILE_KINDS + SUBSCRIBER_KINDS + JOIN_KINDS + UNIT_KINDS
 )
-"""Every fault kind a schedule may hold."""
+"""Every fault kind a profile may draw (a schedule holds every one but :data:`UNIT_KINDS`)."""
+
+EVENT_KINDS: Final = tuple(k for k in ALL_FAULT_KINDS if k not in UNIT_KINDS)
+"""The kinds a :class:`FaultEvent` may have."""
 
 # events per simulated second for each kind under the "swarm" profile
 DEFAULT_RATES: Final[dict[str, float]] = {
@@ -168,9 +187,13 @@ class FaultEvent:
     max_delay_us: int = 0
 
     def __attrs_post_init__(self) -> None:
-        if self.kind not in ALL_FAULT_KINDS:
+        if self.kind not in EVENT_KINDS:
+            unit = (
+                " (a unit's failure is written as fail events)" if self.kind in UNIT_KINDS else ""
+            )
             raise ProtocolMisuse(
-                f"FaultEvent: kind {self.kind!r} is unknown; allowed: {', '.join(ALL_FAULT_KINDS)}"
+                f"FaultEvent: kind {self.kind!r} is unknown{unit}; "
+                f"allowed: {', '.join(EVENT_KINDS)}"
             )
         if self.at_us < 0 or self.duration_us < 0 or self.stall_us < 0 or self.max_delay_us < 0:
             raise ProtocolMisuse(
@@ -271,13 +294,15 @@ class FaultProfile:
 @final
 @attrs.frozen(kw_only=True)
 class Targets:
-    """What faults can hit: broker names, links as ``"a|b"`` (sorted ends), subscribers, and
-    the brokers that may join during the run (``joiners``, a subset of ``brokers``)."""
+    """What faults can hit: broker names, links as ``"a|b"`` (sorted ends), subscribers, the
+    brokers that may join during the run (``joiners``, a subset of ``brokers``), and the
+    units that may fail whole (``units``: each its brokers, comma-separated)."""
 
     brokers: tuple[str, ...]
     links: tuple[str, ...]
     subscribers: tuple[str, ...]
     joiners: tuple[str, ...] = ()
+    units: tuple[str, ...] = ()
 
 
 def _poisson_times(rng: random.Random, rate: float, start: int, end: int) -> list[int]:
@@ -361,18 +386,26 @@ def generate(
     Event ``i`` of kind ``k`` gets the stream ``derive_seed(seed, k, i)``; its parameters are
     drawn from that stream only."""
     rates = dict(profile.rates) if profile.rates else ({} if not profile.swarm else DEFAULT_RATES)
-    kinds = sorted(rates)
+    kinds = sorted(k for k in rates if k not in UNIT_KINDS)
+    units = sorted(k for k in rates if k in UNIT_KINDS)
     if profile.swarm:
         rng = random.Random(derive_seed(seed, "swarm"))
         weights = dict(profile.swarm_weights)
         chosen = [k for k in kinds if rng.random() < weights.get(k, 0.5)]
         kinds = (chosen or [kinds[rng.randrange(len(kinds))]]) if kinds else []
+        units = [  # each from a stream of its own: the other kinds are drawn as before
+            k for k in units if random.Random(derive_seed(seed, "swarm", k)).random() < 0.5
+        ]
     events: list[FaultEvent] = []
-    for kind in kinds:
+    for kind in kinds + units:
         arrivals = random.Random(derive_seed(seed, kind, "arrivals"))
         times = _poisson_times(arrivals, rates[kind], profile.warmup_us, duration_us)
         if kind == "join":
             events += _joins(times, seed, targets)
+            continue
+        if kind in UNIT_KINDS:
+            for i, at in enumerate(times):
+                events += _unit_fails(at, derive_seed(seed, kind, i), profile, targets)
             continue
         for i, at in enumerate(times):
             ev = _event(kind, at, derive_seed(seed, kind, i), profile, targets)
@@ -380,6 +413,26 @@ def generate(
                 events.append(ev)
     events.sort(key=lambda e: (e.at_us, e.kind, e.target, e.stream))
     return FaultSchedule(seed=seed, events=tuple(events))
+
+
+def _unit_fails(at: int, stream: int, profile: FaultProfile, targets: Targets) -> list[FaultEvent]:
+    """A ``fail_unit`` at ``at``: a unit drawn from ``targets.units`` and one ``fail`` event
+    per broker of it, all at ``at`` with one duration (module doc)."""
+    if not targets.units:
+        return []
+    rng = random.Random(stream)
+    unit = rng.choice(targets.units)
+    dur = rng.randint(profile.min_duration_us, profile.max_duration_us)
+    return [
+        FaultEvent(
+            kind="fail",
+            at_us=at,
+            duration_us=dur,
+            target=broker,
+            stream=derive_seed(stream, broker, "event-stream"),
+        )
+        for broker in unit.split(",")
+    ]
 
 
 def _joins(times: list[int], seed: int, targets: Targets) -> list[FaultEvent]:

@@ -329,9 +329,13 @@ def make_binding(spec: Any, graph: nx.Graph, workload: Workload) -> GESBinding:
 
 
 def within_budget(graph: nx.Graph, active: tuple[FaultEvent, ...]) -> bool:
-    """GES's failure model: any broker may fail forever, but not a stable storage (it
-    recovers within finite time), and the nodes left must stay connected (an event reaches
-    every live interested unit only while a path to it exists)."""
+    """GES's failure model [GES "Reliable delivery", "Conclusion"]: any broker, or a whole
+    unit (``fail_unit``: every broker of a cluster or super-cluster, written as ``fail``
+    events), may fail forever, but not a system stable storage (it recovers within finite
+    time: a unit holding one cannot fail for good within the promise; a cluster storage of the
+    finer tier may, the system storage above it holding every event), and the nodes left must
+    stay connected (an event reaches every live interested unit only while a path to it
+    exists)."""
     failed = {e.target for e in active if e.kind == "fail"}
     if not failed:
         return True

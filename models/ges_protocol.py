@@ -8,8 +8,9 @@ The entry gathers GES's own modules: the node role (:mod:`gapless.impl.ges`), it
 (:mod:`gapless.models.ges_topology`), the scenarios (:mod:`gapless.models.ges_scenarios`), the
 trace-only checker (:mod:`gapless.invariants.ges`) and the protocol's own wire summary
 (:class:`~gapless.impl.ges.messages.GesWire`). Its fault kinds are GD's plus ``fail`` (a
-broker that fails forever) and ``reprofile`` (a client changes its profile within its
-connection); a schedule that fails a storage node forever or disconnects the
+broker that fails forever), ``reprofile`` (a client changes its profile within its
+connection) and ``fail_unit`` (every broker of a cluster or super-cluster fails forever); a
+schedule that fails a storage node forever or disconnects the
 live nodes leaves the budget and is judged on safety alone.
 """
 
@@ -26,7 +27,7 @@ from gapless.impl.ges.messages import GesWire
 from gapless.impl.ges.variants import VARIANTS
 from gapless.invariants.ges import INVARIANTS, SAFETY, GESChecker, GESContext
 from gapless.invariants.ges_tracefile import trace_check, write_ges_trace
-from gapless.models.faults import FAULT_KINDS, PERMANENT_KINDS, PROFILE_KINDS
+from gapless.models.faults import FAULT_KINDS, PERMANENT_KINDS, PROFILE_KINDS, UNIT_KINDS
 from gapless.models.ges_binding import make_binding, within_budget
 from gapless.models.ges_scenarios import SCENARIOS
 from gapless.models.ges_topology import GES_TOPOLOGIES
@@ -81,7 +82,7 @@ ENTRY: Final = ProtocolEntry(
     topologies=GES_TOPOLOGIES,
     default_topology="ges-dense",
     scenarios=tuple(SCENARIOS.values()),
-    fault_kinds=(*FAULT_KINDS, *PERMANENT_KINDS, *PROFILE_KINDS),
+    fault_kinds=(*FAULT_KINDS, *PERMANENT_KINDS, *PROFILE_KINDS, *UNIT_KINDS),
     invariants=INVARIANTS,
     safety_invariants=SAFETY,
     context=check_context,

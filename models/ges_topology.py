@@ -22,7 +22,9 @@ Every node hosts clients (role ``shb``), so any node is a roaming client's possi
 ``n7``, publishers at ``n8`` and ``n1``) keeps tests and fuzzing fast.
 
 Graph attributes follow :mod:`gapless.models.topology` (``role``, ``cell``, ``pubends``) plus
-``address`` per node and the graph's ``storages``; :func:`clustering_coefficient` is
+``address`` per node, the graph's ``storages`` and its ``units`` (every cluster and
+super-cluster as its brokers, comma-separated: what the fault kind ``fail_unit`` fails);
+:func:`clustering_coefficient` is
 networkx's average clustering (outside ``impl``, as the layering wants).
 """
 
@@ -88,7 +90,20 @@ def _build(
         g.graph["pubends"] = (("P0", "n22"), ("P1", "n1"))
         g.graph["storages"] = _STORAGES
     g.graph["cell_tree"] = ()
+    g.graph["units"] = _units(nodes)
     return g
+
+
+def _units(nodes: dict[str, tuple[int, int, int]]) -> tuple[str, ...]:
+    """Every unit above a node — each cluster, then each super-cluster — as its brokers,
+    comma-separated (the targets of the fault kind ``fail_unit``, :mod:`gapless.models.faults`)."""
+    out = []
+    for depth in (2, 1):
+        groups: dict[tuple[int, ...], list[str]] = {}
+        for n, addr in nodes.items():
+            groups.setdefault(addr[:depth], []).append(n)
+        out += [",".join(sorted(m, key=lambda n: nodes[n])) for _k, m in sorted(groups.items())]
+    return tuple(out)
 
 
 def _clique(m: list[str]) -> list[tuple[str, str]]:

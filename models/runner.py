@@ -99,12 +99,14 @@ def _targets(spec: RunSpec) -> Targets:
         links=links(g),
         subscribers=tuple(s.name for s in wl.subscriptions),
         joiners=tuple(g.graph.get("joiners", ())),
+        units=tuple(g.graph.get("units", ())),
     )
 
 
 def fault_targets(spec: RunSpec) -> Targets:
-    """What the faults of a run of ``spec`` can hit: brokers, links, subscribers, and the
-    brokers that join during the run (the topology's ``graph.graph["joiners"]``, if any)."""
+    """What the faults of a run of ``spec`` can hit: brokers, links, subscribers, the
+    brokers that join during the run (the topology's ``graph.graph["joiners"]``, if any) and
+    the units that may fail whole (its ``graph.graph["units"]``, if any)."""
     return _targets(spec)
 
 

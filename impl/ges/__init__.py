@@ -16,7 +16,8 @@ bugs). The design of what the paper defers is ``spec/ges.md``.
 from __future__ import annotations
 
 from gapless.impl.ges.config import GESConfig, Network
-from gapless.impl.ges.node import NodeState, Registration, Release, crash, initial_state
+from gapless.impl.ges.crashes import crash
+from gapless.impl.ges.node import NodeState, Registration, Release, initial_state
 from gapless.impl.ges.policy import PAPER_POLICY, GESPolicy
 from gapless.impl.ges.roles import handle
 

@@ -64,7 +64,7 @@ the live ones is not known to the receiver (it only matters to a fallback route)
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from functools import lru_cache
 
 from pyrsistent import PMap
@@ -80,7 +80,6 @@ __all__ = [
     "derive",
     "expand",
     "grouping",
-    "merge_pairs",
     "per_link",
     "unit_pair",
 ]
@@ -122,17 +121,6 @@ def grouping(h: Hierarchy, node: str, key: object) -> Mapping[Pair, tuple[Link, 
         if pair is not None and pair[0] != pair[1]:
             out.setdefault(pair, []).append(link)
     return {p: tuple(sorted(ls)) for p, ls in out.items()}
-
-
-def merge_pairs(pairs: Pairs, entries: Iterable[PairEntry]) -> tuple[Pairs, tuple[PairEntry, ...]]:
-    """``pairs`` with every entry heavier than what it holds; the entries that were new."""
-    changed: list[PairEntry] = []
-    for pair, weight, live in entries:
-        old = pairs.get(pair)
-        if old is None or old[0] < weight:
-            pairs = pairs.set(pair, (weight, live))
-            changed.append((pair, weight, live))
-    return pairs, tuple(changed)
 
 
 def expand(h: Hierarchy, node: str, key: object, pairs: Pairs) -> frozenset[Link]:

@@ -50,7 +50,6 @@ __all__ = [
     "avoided",
     "everywhere",
     "in_scope",
-    "merge_news",
     "within_unit",
 ]
 
@@ -59,17 +58,6 @@ Entry = tuple[tuple[str, str], Version, bool]
 """One piece of news: a link, its version, whether it is up."""
 
 News = PMap[tuple[str, str], tuple[Version, bool]]
-
-
-def merge_news(news: News, entries: Iterable[Entry]) -> tuple[News, tuple[Entry, ...]]:
-    """``news`` with every entry newer than what it holds; the entries that were new."""
-    changed: list[Entry] = []
-    for link, version, up in entries:
-        old = news.get(link)
-        if old is None or old[0] < version:
-            news = news.set(link, (version, up))
-            changed.append((link, version, up))
-    return news, tuple(changed)
 
 
 def avoided(suspected: frozenset[tuple[str, str]], news: News) -> frozenset[tuple[str, str]]:

@@ -266,7 +266,9 @@ class SysNack:
 @final
 @attrs.frozen(kw_only=True)
 class Routed:
-    """``body`` on its way to node ``dest``; ``visited``: the nodes it has been at."""
+    """``body`` on its way to node ``dest``; ``visited``: the nodes it has been at; ``back``:
+    the trail of nodes that forwarded it, last hop last (a node that finds no way on returns
+    it to the last one, :func:`gapless.impl.ges.node.route`)."""
 
     dest: str
     visited: frozenset[str]
@@ -290,13 +292,15 @@ class Routed:
         | ProfileAck
         | ProfileAsk
     )
+    back: tuple[str, ...] = ()
 
 
 @final
 @attrs.frozen(kw_only=True)
 class EventMsg:
     """Stored event ``epoch`` of ``storage`` toward ``dests``; ``targets`` are
-    ``(client, node, prev)`` for the clients at those nodes."""
+    ``(client, node, prev)`` for the clients at those nodes; ``back``: the trail of nodes that
+    forwarded it (see :class:`Routed`)."""
 
     storage: str
     epoch: int
@@ -305,6 +309,7 @@ class EventMsg:
     targets: tuple[tuple[str, str, int], ...]
     dests: tuple[str, ...]
     visited: frozenset[str]
+    back: tuple[str, ...] = ()
 
 
 @final
@@ -323,13 +328,15 @@ class LinkNews:
 class ProfileNews:
     """Registrations ``(client, connection, node, profile)`` of clients at node ``origin``, on
     their way to the gatekeepers ``dests``; ``visited``: the nodes it has been at; ``since``:
-    the restart time of the gatekeeper whose :class:`ProfileAsk` it answers (-1: none)."""
+    the restart time of the gatekeeper whose :class:`ProfileAsk` it answers (-1: none);
+    ``back``: the trail of nodes that forwarded it (see :class:`Routed`)."""
 
     origin: str
     entries: tuple[tuple[str, int, str, str], ...]
     dests: tuple[str, ...]
     visited: frozenset[str] = frozenset()
     since: int = -1
+    back: tuple[str, ...] = ()
 
 
 @final

@@ -31,10 +31,11 @@ from collections.abc import Iterable
 import attrs
 
 from gapless.impl.effects import Effect, Send
-from gapless.impl.ges.aggregate import Pair, PairEntry, derive, expand, grouping, merge_pairs
+from gapless.impl.ges.aggregate import Pair, PairEntry, derive, expand, grouping
 from gapless.impl.ges.connectivity import link_key
-from gapless.impl.ges.linkstate import Entry, avoided, merge_news
+from gapless.impl.ges.linkstate import Entry, avoided
 from gapless.impl.ges.messages import LinkNews
+from gapless.impl.ges.newest import keep_newest
 from gapless.impl.ges.node import NodeState
 from gapless.impl.inputs import LinkChanged
 
@@ -51,7 +52,7 @@ def link_changed(s: NodeState, inp: LinkChanged, now: int) -> Step:
     if (key in s.suspected) != inp.up:
         return s, ()
     suspected = s.suspected - {key} if inp.up else s.suspected | {key}
-    news, new = merge_news(s.news, ((key, (now, s.reports, s.name), inp.up),))
+    news, new = keep_newest(s.news, ((key, (now, s.reports, s.name), inp.up),))
     s = _avoid(attrs.evolve(s, suspected=suspected, news=news, reports=s.reports + 1))
     s, effects = _pass_on(s, new, (), "", now)
     if inp.up:
@@ -62,8 +63,8 @@ def link_changed(s: NodeState, inp: LinkChanged, now: int) -> Step:
 
 def news_heard(s: NodeState, msg: LinkNews, sender: str, now: int) -> Step:
     """News from a neighbour: keep what is new, and pass it on."""
-    news, new = merge_news(s.news, msg.entries)
-    pairs, new_pairs = merge_pairs(s.pairs, msg.pairs)
+    news, new = keep_newest(s.news, msg.entries)
+    pairs, new_pairs = keep_newest(s.pairs, msg.pairs)
     if not new and not new_pairs:
         return s, ()
     s = _avoid(attrs.evolve(s, news=news, pairs=pairs))

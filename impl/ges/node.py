@@ -40,10 +40,10 @@ returns the same state and ``()``.
 * **System-level links** (:mod:`gapless.impl.ges.syslink`, ``system_links``): a storage
   numbers per peer the events it destines into other top-level units and forwards them;
   peers write them in sequence, acknowledge, and nack a gap.
-* **Crash.** A node keeps exactly its completed writes (``disk``): the outbox, and for a
-  storage its logs, registrations and releases, from which the storage is rebuilt
-  (:func:`gapless.impl.ges.storage.recover`). Sessions, suspicions and in-flight writes are
-  lost; clients reconnect and present their tokens.
+* **Crash** (:mod:`gapless.impl.ges.crashes`). A node keeps exactly its completed writes
+  (``disk``): the outbox, and for a storage its logs, registrations and releases, from
+  which the storage is rebuilt (:func:`gapless.impl.ges.storage.recover`). Sessions,
+  suspicions and in-flight writes are lost; clients reconnect and present their tokens.
 """
 
 from __future__ import annotations
@@ -55,6 +55,7 @@ from pyrsistent import PMap, pmap
 
 from gapless.impl.effects import Deliver, Effect, Persist, Send
 from gapless.impl.ges.config import GESConfig, Network
+from gapless.impl.ges.hops import returns_to, split_by_hop
 from gapless.impl.ges.linkstate import News, Pairs
 from gapless.impl.ges.messages import (
     Confirm,
@@ -75,10 +76,17 @@ from gapless.impl.ges.messages import (
     SysNack,
     Unreplicate,
     event_message,
+    wire,
 )
 from gapless.impl.ges.policy import GESPolicy
 from gapless.impl.ges.propagation import Interest, passes
-from gapless.impl.ges.records import Registration, Release, registration_of, release_of
+from gapless.impl.ges.records import (
+    Registration,
+    Release,
+    registration_of,
+    release_of,
+    unrouted,
+)
 from gapless.impl.ges.session import Session, change_profile, offer, start_session
 from gapless.impl.ges.storage import (
     ClientRecord,
@@ -88,11 +96,10 @@ from gapless.impl.ges.storage import (
     confirm,
     confirm_unit,
     handoff,
-    recover,
     recovery_queue,
     store,
 )
-from gapless.impl.ges.syslink import acked, forwards, held, number, rebuild, receive, resend
+from gapless.impl.ges.syslink import acked, forwards, held, number, receive, resend
 from gapless.impl.ges.tier import add_unit, owed
 
 __all__ = [
@@ -100,7 +107,6 @@ __all__ = [
     "Registration",
     "Release",
     "connect",
-    "crash",
     "event_msg",
     "forward_event",
     "handoffs",
@@ -152,34 +158,6 @@ def initial_state(name: str, net: Network, config: GESConfig, policy: GESPolicy)
     return NodeState(name=name, net=net, config=config, policy=policy, store=st)
 
 
-def crash(s: NodeState) -> NodeState:
-    """The node after a crash: only its completed writes survive (see module doc)."""
-    outbox = {(k[1], k[2]): v for k, v in s.disk.items() if k[0] == "outbox"}
-    pub_next: dict[str, int] = {}
-    for pubend, seq in outbox:
-        pub_next[pubend] = max(pub_next.get(pubend, 0), seq + 1)
-    st = None
-    if s.store is not None:
-        logs = {k[2]: v[0] for k, v in s.disk.items() if k[0] == "log"}
-        released = {k[2] for k in s.disk if k[0] == "release"}
-        records = {k[2]: v.record for k, v in s.disk.items() if k[0] == "client"}
-        st = recover(s.name, logs, released, records, s.net.boot_fine_of)
-        for key in sorted(k for k in s.disk if k[0] == "unit"):
-            st = add_unit(st, s.net.hierarchy, key[2], s.policy)
-        sysin = [(k[2], k[3]) for k in s.disk if k[0] == "sysin"]
-        st = rebuild(st, logs.values(), sysin)
-    return NodeState(
-        name=s.name,
-        net=s.net,
-        config=s.config,
-        policy=s.policy,
-        pub_next=pmap(pub_next),
-        outbox=pmap(outbox),
-        store=st,
-        disk=s.disk,
-    )
-
-
 def write(s: NodeState, key: Any, value: Any) -> tuple[NodeState, Persist]:
     """Ask for the durable write ``key`` = ``value`` (completed by ``on_written``)."""
     s = attrs.evolve(s, writes=s.writes.set(key, value))
@@ -190,16 +168,29 @@ def write(s: NodeState, key: Any, value: Any) -> tuple[NodeState, Persist]:
 
 
 def route(
-    s: NodeState, dest: str, body: Any, visited: frozenset[str], now: int
+    s: NodeState,
+    dest: str,
+    body: Any,
+    visited: frozenset[str],
+    now: int,
+    back: tuple[str, ...] = (),
 ) -> tuple[NodeState, Effects]:
-    """Send ``body`` toward node ``dest`` (handled here when ``dest`` is this node)."""
+    """Send ``body`` toward node ``dest`` (handled here when ``dest`` is this node); at a
+    dead end, back to the node it came from
+    (:func:`~gapless.impl.ges.hops.returns_to`)."""
     if dest == s.name:
         return on_body(s, body, now)
     seen = visited | {s.name}
     hop = s.policy.route(s.net.hierarchy, s.name, dest, s.avoid, seen)
-    if hop is None:
-        return s, ()  # unreachable now: the sender retransmits
-    return s, (Send(to=hop, msg=Routed(dest=dest, visited=seen, body=body)),)
+    if hop is not None:
+        out = Routed(dest=dest, visited=seen, body=body, back=(*back, s.name))
+        return s, (Send(to=hop, msg=out),)
+    to = returns_to(s.name, s.avoid, back)
+    if to is not None:
+        return s, (Send(to=to, msg=Routed(dest=dest, visited=seen, body=body, back=back[:-1])),)
+    # unreachable now: dropped (and recorded); the sender retransmits
+    kind = wire(Routed(dest=dest, visited=seen, body=body)).kind
+    return s, (unrouted(s.name, (dest,), visited - {s.name}, kind),)
 
 
 def forward_event(s: NodeState, msg: EventMsg, now: int) -> tuple[NodeState, Effects]:
@@ -210,20 +201,22 @@ def forward_event(s: NodeState, msg: EventMsg, now: int) -> tuple[NodeState, Eff
         s, effs = deliver_local(s, msg, now)
         effects.extend(effs)
     seen = msg.visited | {s.name}
-    groups: dict[str, list[str]] = {}
-    for d in msg.dests:
-        if d == s.name or not _gate(s, msg, d):
-            continue
-        hop = s.policy.route(s.net.hierarchy, s.name, d, s.avoid, seen)
-        if hop is not None:
-            groups.setdefault(hop, []).append(d)
-    for hop, dests in sorted(groups.items()):
-        ds = set(dests)
+    dests = [d for d in msg.dests if d != s.name and _gate(s, msg, d)]
+    groups, lost = split_by_hop(s.policy.route, s.net.hierarchy, s.name, s.avoid, dests, seen)
+    ahead = (*msg.back, s.name)
+    to = returns_to(s.name, s.avoid, msg.back) if lost else None
+    if to is not None:  # a dead end toward these: back where it came from
+        groups.setdefault(to, []).extend(lost)
+    elif lost:  # no route toward these now: recorded; the storage retransmits
+        before = msg.visited - {s.name}
+        effects.append(unrouted(s.name, tuple(lost), before, "event", msg.storage, msg.epoch))
+    for hop, ds in sorted(groups.items()):
         copy = attrs.evolve(
             msg,
-            dests=tuple(dests),
-            targets=tuple(t for t in msg.targets if t[1] in ds),
+            dests=tuple(ds),
+            targets=tuple(t for t in msg.targets if t[1] in set(ds)),
             visited=seen,
+            back=msg.back[:-1] if hop == to else ahead,
         )
         effects.append(Send(to=hop, msg=copy))
     return s, tuple(effects)

@@ -8,6 +8,13 @@ after a handoff, with the profile graph's reference counts along its profile's e
 ``release`` write (:class:`Release`) says an event left its storage, with its predicate count
 then and everyone it was destined to. The node role (:mod:`gapless.impl.ges.node`) writes
 them; the trace-only invariants (``gapless.invariants.ges``) judge them.
+
+Besides the writes, a node records the messages it *drops for want of a route*
+(:class:`Unrouted`) [GES "Routing events": "Nodes and links that have not been failure
+suspected are the only entities that can be part of the shortest path"]: the world records a
+role's refusals of what it cannot carry out as ``rejected`` records, so the node emits
+``Rejected(reason=..., input=Unrouted(...))`` (:func:`unrouted`), and the invariant
+``route_while_path`` judges, against the live graph the trace shows, whether a path existed.
 """
 
 from __future__ import annotations
@@ -16,9 +23,40 @@ from typing import final
 
 import attrs
 
+from gapless.impl.effects import Rejected
 from gapless.impl.ges.storage import ClientRecord, StorageState, StoredEvent, edge_counts
 
-__all__ = ["Registration", "Release", "release_of"]
+__all__ = ["Registration", "Release", "Unrouted", "release_of", "unrouted"]
+
+
+@final
+@attrs.frozen(kw_only=True)
+class Unrouted:
+    """A node dropped (or, as the message's origin, held back until its next retransmission)
+    a message for want of a route: no next hop toward ``dests`` in its connectivity graph
+    that avoids the links it suspects and the nodes in ``visited`` (those the message went
+    through before this node; empty at its origin). ``kind`` is the message's
+    :class:`~gapless.impl.ges.messages.GesWire` kind; an event's ``storage`` and ``epoch``
+    name it (``""`` and -1 for other messages)."""
+
+    dests: tuple[str, ...]
+    visited: frozenset[str]
+    kind: str
+    storage: str = ""
+    epoch: int = -1
+
+
+def unrouted(
+    node: str,
+    dests: tuple[str, ...],
+    visited: frozenset[str],
+    kind: str,
+    storage: str = "",
+    epoch: int = -1,
+) -> Rejected:
+    """The effect that records an :class:`Unrouted` drop at ``node``."""
+    detail = Unrouted(dests=dests, visited=visited, kind=kind, storage=storage, epoch=epoch)
+    return Rejected(reason=f"GES node {node}: no route to {', '.join(dests)}", input=detail)
 
 
 @final

@@ -41,6 +41,7 @@ from typing import Any, Final
 import attrs
 
 from gapless.impl.effects import Effect, Rejected, Send, SetTimer
+from gapless.impl.ges.hops import returns_to, split_by_hop
 from gapless.impl.ges.messages import (
     EventMsg,
     Held,
@@ -75,6 +76,7 @@ from gapless.impl.ges.propagation import (
     origins,
     spread,
 )
+from gapless.impl.ges.records import unrouted
 from gapless.impl.inputs import (
     Connect,
     Disconnect,
@@ -151,7 +153,7 @@ def on_receive(s: NodeState, inp: Receive, now: int) -> Step:
     if type(msg) is Routed and msg.dest == s.name and type(msg.body) in _ROUTED_HERE:
         return _ROUTED_HERE[type(msg.body)](s, msg.body, now)
     if type(msg) is Routed:
-        return route(s, msg.dest, msg.body, msg.visited, now)
+        return route(s, msg.dest, msg.body, msg.visited, now, msg.back)
     if type(msg) is LinkNews:
         return news_heard(s, msg, inp.sender, now)
     if type(msg) is ProfileNews:
@@ -214,14 +216,18 @@ def on_profile_news(s: NodeState, msg: ProfileNews, now: int) -> Step:
             s, effs = route(s, msg.origin, ack, frozenset(), now)
             effects.extend(effs)
     seen = msg.visited | {s.name}
-    hops: dict[str, list[str]] = {}
-    for d in msg.dests:
-        if d != s.name:
-            hop = s.policy.route(s.net.hierarchy, s.name, d, s.avoid, seen)
-            if hop is not None:
-                hops.setdefault(hop, []).append(d)
+    dests = [d for d in msg.dests if d != s.name]
+    hops, lost = split_by_hop(s.policy.route, s.net.hierarchy, s.name, s.avoid, dests, seen)
+    to = returns_to(s.name, s.avoid, msg.back) if lost else None
+    if to is not None:  # a dead end toward these: back where it came from
+        hops.setdefault(to, []).extend(lost)
+    elif lost:  # no route toward these now: recorded; the origin resends until acknowledged
+        effects.append(unrouted(s.name, tuple(lost), msg.visited - {s.name}, "profile_news"))
+    ahead = (*msg.back, s.name)
     for hop, dests in sorted(hops.items()):
-        effects.append(Send(to=hop, msg=attrs.evolve(msg, dests=tuple(dests), visited=seen)))
+        back = msg.back[:-1] if hop == to else ahead
+        copy = attrs.evolve(msg, dests=tuple(dests), visited=seen, back=back)
+        effects.append(Send(to=hop, msg=copy))
     return s, tuple(effects)
 
 

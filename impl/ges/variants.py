@@ -19,7 +19,7 @@ from pyrsistent import pmap
 
 from gapless.impl.filters import parse_filter
 from gapless.impl.ges.addressing import Hierarchy
-from gapless.impl.ges.connectivity import next_hop
+from gapless.impl.ges.connectivity import link_key, next_hop
 from gapless.impl.ges.policy import PAPER_POLICY
 from gapless.impl.ges.profiles import ProfileGraph, path_of
 from gapless.impl.variants import Variant
@@ -71,6 +71,22 @@ def route_through_suspected(
 ) -> str | None:
     """Bug: route as if no link were suspected."""
     return next_hop(h, vertex, dest, frozenset(), visited)
+
+
+def no_alternate_route(
+    h: Hierarchy,
+    vertex: str,
+    dest: str,
+    suspected: frozenset[tuple[str, str]],
+    visited: frozenset[str],
+) -> str | None:
+    """Bug: no alternate links — the cheapest path is computed as if nothing had failed, and
+    when its first link is suspected the message is dropped (the sender retransmits) instead
+    of going the other way."""
+    hop = next_hop(h, vertex, dest, frozenset(), visited)
+    if hop is None or link_key(vertex, hop) in suspected:
+        return None
+    return hop
 
 
 def unregister_uncounted(graph: ProfileGraph, profile: str, dest: str) -> ProfileGraph:
@@ -197,7 +213,7 @@ VARIANTS: Final[dict[str, Variant]] = {
         ),
         _bug(
             "aggregate-losses-only",
-            ("roam_complete",),
+            ("route_while_path", "roam_complete"),
             ("link_fail",),
             "A gatekeeper rewriting connection news into aggregated entries (live links per pair "
             "of units) states a pair's count when it falls, not when links come back [GES "
@@ -213,6 +229,17 @@ VARIANTS: Final[dict[str, Variant]] = {
             'Routing ignores suspected links [GES "Routing events": only nodes and links '
             "that have not been failure suspected can be part of the shortest path].",
             route=route_through_suspected,
+        ),
+        _bug(
+            "no-alternate-route",
+            ("route_while_path", "roam_complete"),
+            ("link_fail",),
+            "Routing drops a message whose cheapest link has failed instead of taking the "
+            'alternate [GES "Conclusion": "Links could fail, and the routing to the affected '
+            'units is performed using the alternate links"]; it gets through once the link '
+            "heals (so only the instantaneous judgement sees it), or never when the cheapest "
+            "neighbour failed for good.",
+            route=no_alternate_route,
         ),
         _bug(
             "no-edge-refcount",

@@ -21,8 +21,8 @@ from pyrsistent import pmap
 
 from gapless.impl.effects import Persist
 from gapless.impl.ges import PAPER_POLICY, GESConfig, handle, initial_state
+from gapless.impl.ges.crashes import crash
 from gapless.impl.ges.messages import Routed, SysAck, SysForward, SysNack, wire
-from gapless.impl.ges.node import crash
 from gapless.impl.ges.policy import GESPolicy
 from gapless.impl.ges.storage import StorageState, confirm, handoff, store
 from gapless.impl.ges.syslink import acked, forwards, held, number, rebuild, receive, resend

@@ -15,10 +15,11 @@ from hypothesis import strategies as st
 
 from gapless.impl.effects import Send
 from gapless.impl.ges import PAPER_POLICY, GESConfig, handle, initial_state
-from gapless.impl.ges.aggregate import derive, merge_pairs, per_link, unit_pair
+from gapless.impl.ges.aggregate import derive, per_link, unit_pair
 from gapless.impl.ges.connectivity import next_hop
+from gapless.impl.ges.crashes import crash
 from gapless.impl.ges.messages import LinkNews
-from gapless.impl.ges.node import crash
+from gapless.impl.ges.newest import keep_newest
 from gapless.impl.ges.policy import GESPolicy
 from gapless.impl.ges.variants import VARIANTS
 from gapless.impl.inputs import LinkChanged, Receive
@@ -195,15 +196,15 @@ def test_a_lighter_statement_never_replaces_a_heavier_one() -> None:
     """The weight, not arrival, decides: a restarted gatekeeper's statement from less
     knowledge (lighter) arriving last does not overwrite the informed one."""
     pair = ((0, 1), (1,))
-    pairs, new = merge_pairs(
+    pairs, new = keep_newest(
         initial_state("n1", NETS["ges-dense"], GESConfig(), PAPER_POLICY).pairs,
         (((pair, (200, 3), 0)),),
     )
     assert new
-    pairs, new = merge_pairs(pairs, ((pair, (100, 1), 1),))
+    pairs, new = keep_newest(pairs, ((pair, (100, 1), 1),))
     assert not new
     assert pairs[pair] == ((200, 3), 0)
-    pairs, new = merge_pairs(pairs, ((pair, (300, 4), 2),))
+    pairs, new = keep_newest(pairs, ((pair, (300, 4), 2),))
     assert new
     assert pairs[pair] == ((300, 4), 2)
 
@@ -244,3 +245,29 @@ def test_in_the_world_every_invariant_holds_with_fewer_news_entries() -> None:
     assert agg["delivered"] == per["delivered"] > 0
     assert agg["pair_entries"] > 0
     assert agg["news_entries"] < per["news_entries"]
+
+
+_ENTRY = st.tuples(st.sampled_from("abc"), st.integers(0, 5), st.booleans()).map(
+    lambda e: (e[0], e[1], e[1] % 2 == 0)  # one value per order, as both kinds of news have
+)
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(_ENTRY, max_size=8), st.lists(_ENTRY, max_size=8), st.randoms())
+def test_keep_newest_is_one_join_for_news_and_pairs(
+    xs: list[Any], ys: list[Any], rnd: random.Random
+) -> None:
+    """The one merge of per-link news and aggregated entries: the order of the entries does
+    not matter, merging again brings nothing new (and the same table object), and merging
+    in two steps is merging at once."""
+    empty = initial_state("n1", NETS["ges-dense"], GESConfig(), PAPER_POLICY).news
+    both = xs + ys
+    shuffled = list(both)
+    rnd.shuffle(shuffled)
+    once, _ = keep_newest(empty, both)
+    assert keep_newest(empty, shuffled)[0] == once
+    again, new = keep_newest(once, both)
+    assert again is once
+    assert new == ()
+    step, _ = keep_newest(empty, xs)
+    assert keep_newest(step, ys)[0] == once

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+from functools import cache
 from pathlib import Path
 from typing import Any
 
@@ -20,8 +21,13 @@ from gapless.models.run import build
 from gapless.spec.filters import reference_matcher
 
 
+@cache
+def _run(variant: str) -> Any:
+    return run(variant, MIXED, record=True)
+
+
 def _write(path: Path, variant: str, *, live: bool) -> Any:
-    out = run(variant, MIXED, record=True)
+    out = _run(variant)
     _entry, graph, wl, binding = build(spec(variant), 1)
     ctx = check_context(graph, wl, binding, reference_matcher())
     n = write_ges_trace(path, ctx, out.trace or (), live_end=live, meta={"variant": variant})
@@ -45,7 +51,11 @@ def test_a_passing_run_round_trips_and_passes_offline(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize(
     ("variant", "invariant"),
-    [("flooding", "selective_routing"), ("double-decrement", "reference_counts")],
+    [
+        ("flooding", "selective_routing"),
+        ("double-decrement", "reference_counts"),
+        ("no-alternate-route", "route_while_path"),
+    ],
 )
 def test_a_buggy_run_gets_the_same_violation_offline(
     tmp_path: Path, variant: str, invariant: str
@@ -60,7 +70,7 @@ def test_a_buggy_run_gets_the_same_violation_offline(
 
 def test_liveness_is_judged_only_on_a_file_that_ends_live(tmp_path: Path) -> None:
     f = tmp_path / "cut.jsonl"
-    out = run("none", MIXED, record=True)
+    out = _run("none")
     _entry, graph, wl, binding = build(spec(), 1)
     ctx = check_context(graph, wl, binding, reference_matcher())
     half = [r for r in out.trace or () if r.time < 1_500_000]  # events still on their way
@@ -130,4 +140,36 @@ def test_the_shared_envelope_writes_the_file_and_old_files_still_read(tmp_path: 
     b = read_ges_trace(old, matches=reference_matcher())
     assert a.records == b.records
     assert a.context.profiles == b.context.profiles
+    assert trace_check(old, matches=reference_matcher())[1] is None
+
+
+def _v2(lines: list[str]) -> str:
+    """A version-2 file of the same run: its header says version 2 and has no ``settle_us``,
+    and it holds no ``unrouted`` records (version 2 had none)."""
+    header = json.loads(lines[0])
+    header["version"] = 2
+    del header["context"]["settle_us"]
+    body = [json.dumps(header)]
+    body += [x for x in lines[1:-1] if json.loads(x)["kind"] != "unrouted"]
+    digest = hashlib.sha256()
+    for x in body:
+        digest.update(x.encode("utf-8") + b"\n")
+    end = {"end": {"records": len(body) - 1, "sha256": digest.hexdigest()}}
+    return "\n".join([*body, json.dumps(end)]) + "\n"
+
+
+def test_unrouted_records_round_trip_and_version_2_files_still_read(tmp_path: Path) -> None:
+    new = tmp_path / "v3.jsonl"
+    out, _n = _write(new, "none", live=True)
+    lines = new.read_text().splitlines()
+    assert json.loads(lines[0])["version"] == 3
+    drops = [r for r in out.trace or () if r.kind == "rejected"]
+    assert drops  # the broker failing forever leaves messages without a route
+    tf = read_ges_trace(new, matches=reference_matcher())
+    assert [r.detail for r in tf.records if r.kind == "rejected"] == [r.detail for r in drops]
+    old = tmp_path / "v2.jsonl"
+    old.write_text(_v2(lines))
+    tf2 = read_ges_trace(old, matches=reference_matcher())
+    assert not [r for r in tf2.records if r.kind == "rejected"]
+    assert tf2.context.settle_us == tf.context.settle_us
     assert trace_check(old, matches=reference_matcher())[1] is None

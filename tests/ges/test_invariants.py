@@ -14,6 +14,7 @@ from pyrsistent import pmap
 
 from gapless.impl.effects import Deliver, Persist
 from gapless.impl.ges.messages import GesWire, SysForward
+from gapless.impl.ges.records import unrouted
 from gapless.impl.inputs import Disconnect, Persisted
 from gapless.impl.trace import Fault, Sent, TraceRecord
 from gapless.invariants.ges import INVARIANTS, GESChecker
@@ -181,12 +182,35 @@ def left_before_notification(trace: Trace) -> Trace:
     raise AssertionError("no reconnection with another profile in the trace")
 
 
+def _unrouted_record(
+    time: int,
+    node: str,
+    dest: str,
+    visited: tuple[str, ...] = (),
+    kind: str = "confirm",
+    storage: str = "",
+    epoch: int = -1,
+) -> TraceRecord:
+    detail = unrouted(node, (dest,), frozenset(visited), kind, storage, epoch)
+    return TraceRecord(seq=0, time=time, node=node, kind="rejected", detail=detail)
+
+
+def dropped_while_a_path_existed(trace: Trace) -> Trace:
+    """Before the first fault (nothing down, nothing changed for 0.8 s), n1 drops a
+    confirmation for n7 for want of a route."""
+    i = next(i for i, r in enumerate(trace) if r.kind == "fault")
+    rs = list(trace)
+    rs.insert(i, _unrouted_record(trace[i].time - 1, "n1", "n7"))
+    return _renumber(rs)
+
+
 MUTATIONS: dict[str, Callable[[Trace], Trace]] = {
     "roam_exactly_once": duplicate_delivery,
     "roam_order": swapped_deliveries,
     "roam_complete": dropped_last_delivery,
     "selective_routing": event_toward_uninterested,
     "avoid_suspected": sent_over_failed_link,
+    "route_while_path": dropped_while_a_path_existed,
     "reference_counts": registration_miscounted,
     "release_after_confirm": release_first,
     "system_sequence": sysin_past_a_gap,
@@ -231,3 +255,65 @@ def test_deliver_kind_other_than_event_is_not_judged() -> None:
     r = TraceRecord(seq=0, time=0, node="n1", kind="deliver", detail=d)
     checker = GESChecker(run_context(spec(), 1))
     assert not checker.observe(r)
+
+
+def _route_judge(*records: TraceRecord) -> str | None:
+    """``route_while_path`` over ``records`` alone, on ``ges-small`` (clusters n1 n2 | n3 n4
+    and n5 n6 | n7 n8; links n1-n4, n2-n3, n5-n8, n6-n7 between clusters, n3-n5 and n4-n6
+    between the super-clusters)."""
+    checker = GESChecker(run_context(spec(), 1), ("route_while_path",))
+    for i, r in enumerate(records):
+        if checker.observe(attrs.evolve(r, seq=i)):
+            break
+    return None if checker.violation is None else checker.violation.invariant
+
+
+def _fault_record(time: int, kind: str, target: str, phase: str = "start") -> TraceRecord:
+    f = Fault(kind=kind, target=target, phase=phase)
+    return TraceRecord(seq=0, time=time, node=target.split("|")[0], kind="fault", detail=f)
+
+
+def test_an_event_that_dead_ends_while_its_storage_had_a_path_is_caught() -> None:
+    """n8 has no way to n1 avoiding the nodes the event came through, but its storage n2 is
+    n1's neighbour: the storage's route dead-ended while another existed (part b)."""
+    dead_end = _unrouted_record(500_000, "n8", "n1", ("n2", "n4", "n6", "n7"), "event", "n2", 3)
+    assert _route_judge(dead_end) == "route_while_path"
+    other = attrs.evolve(dead_end, detail=unrouted("n8", ("n1",), frozenset(), "confirm"))
+    assert _route_judge(other) == "route_while_path"  # (a): from n8 itself there is a path
+    visited_only = unrouted("n8", ("n1",), frozenset({"n2", "n4", "n6", "n7"}), "confirm")
+    assert _route_judge(attrs.evolve(dead_end, detail=visited_only)) is None  # no origin known
+    # a change 50 ms before: the storage's choice may have been right when it made it
+    change = _fault_record(450_000, "link_fail", "n5|n6")
+    assert _route_judge(change, dead_end) is None
+    assert _route_judge(change, attrs.evolve(dead_end, time=551_000)) == "route_while_path"
+
+
+def test_a_destination_down_cut_off_or_just_back_is_not_judged() -> None:
+    failed = _fault_record(100, "fail", "n6")
+    assert _route_judge(failed, _unrouted_record(500_000, "n5", "n6")) is None
+    cut = (_fault_record(100, "link_fail", "n3|n5"), _fault_record(100, "link_fail", "n4|n6"))
+    assert _route_judge(*cut, _unrouted_record(500_000, "n1", "n7")) is None
+    back = (
+        *cut,
+        _fault_record(400_000, "link_fail", "n3|n5", "end"),
+    )
+    assert _route_judge(*back, _unrouted_record(450_000, "n1", "n7")) is None  # news in flight
+    assert _route_judge(*back, _unrouted_record(501_000, "n1", "n7")) == "route_while_path"
+    stalled = _fault_record(100, "stall_link", "n3|n5")  # stalling: not a path
+    assert _route_judge(*cut[1:], stalled, _unrouted_record(500_000, "n1", "n7")) is None
+
+
+def test_a_crash_that_ends_after_its_broker_failed_forever_restarts_nothing() -> None:
+    """Found by ges-demo seed 32 (ges9): n20 crashed, then failed forever with its
+    super-cluster, then its crash's end was recorded; the world restarts nothing, and the
+    checker must not take n20 for up (a drop toward it is no violation)."""
+    faults = (
+        _fault_record(100_000, "crash", "n6"),
+        _fault_record(200_000, "fail", "n6"),
+        _fault_record(300_000, "crash", "n6", "end"),
+    )
+    assert _route_judge(*faults, _unrouted_record(600_000, "n5", "n6")) is None
+    checker = GESChecker(run_context(spec(), 1), ("avoid_suspected",))
+    for r in faults:
+        checker.observe(r)
+    assert checker._is_down("n4", "n6")
