@@ -72,6 +72,7 @@ from gapless.impl.effects import Deliver
 from gapless.impl.errors import ProtocolMisuse
 from gapless.impl.trace import TraceRecord
 from gapless.invariants.checker import Checker
+from gapless.invariants.dft_tables import TABLES, DFTTables
 from gapless.invariants.plugin import CheckContext, Ledger, Plugin, Report
 from gapless.invariants.violation import Violation
 
@@ -94,8 +95,16 @@ DFT_INVARIANTS: Final = (
     "safety",
     "legitimate_propagation",
     "bounded_delivery",
+    TABLES,
 )
-DFT_SAFETY: Final = ("exactly_once", "order", "gapless", "safety", "legitimate_propagation")
+DFT_SAFETY: Final = (
+    "exactly_once",
+    "order",
+    "gapless",
+    "safety",
+    "legitimate_propagation",
+    TABLES,
+)
 """What a run beyond its failure budget is still judged on [DFT §II]."""
 
 _HEALS: Final = frozenset({"link_heal", "restart"})
@@ -145,6 +154,9 @@ class DFTContext:
     #: then counts as accepted, with no tags, at a broker when the broker receives it and at
     #: its source when its subscriber connects.
     reports_acceptance: bool = True
+    #: The brokers of ``tree`` that join during the run: absent until they first send
+    #: (``partition_tables`` does not expect their tables before).
+    late: frozenset[str] = frozenset()
 
 
 @attrs.define
@@ -392,11 +404,14 @@ class DFTSafety(_DFTPlugin):
                 r,
             )
         t_pub = f.publish_time(d.pubend, d.tick)
-        start = f.flow_start(sub, d.pubend)
-        if t_pub is None or start is None or t_pub < start:
+        if t_pub is None:
             return False
+        # condition (ii) [DFT §VI] for every delivered publication, however old: a copy
+        # published before the acceptance is safe only if its source and every forwarder
+        # had accepted s before forwarding it (the seed-1238 release, spec/dft.md
+        # "Safety on older publications")
         trail = f.last_copy.get((r.node, key), f.sent_copy.get((r.node, key), ()))
-        for x in sorted({d.pubend, *trail}):
+        for x in sorted({d.pubend, r.node, *trail}):
             t_acc = f.accepted_at.get((x, sub.sid))
             if t_acc is not None and t_acc <= t_pub:
                 continue  # accepted before the publication existed: before any forwarding
@@ -404,12 +419,16 @@ class DFTSafety(_DFTPlugin):
             # for its source too, which holds what is published before it is restored
             # [DFT §VIII-B] — a newcomer's first publications wait for its first sync
             t_fwd = f.first_send.get((x, key), r.time)
+            if x == r.node:
+                t_fwd = min(t_fwd, r.time)
             if t_acc is None or t_acc > t_fwd:
+                when = "before" if t_pub < (sub.accepted or 0) else "after"
                 return self.report.fail(
                     "safety",
                     sub.sid,
-                    f"{key} was forwarded by {x} at t={t_fwd} before {x} accepted "
-                    f"{sub.sid} (accepted: {t_acc})",
+                    f"{key} (published at t={t_pub}, {when} {sub.sid} was accepted) was "
+                    f"forwarded by {x} at t={t_fwd} before {x} accepted {sub.sid} "
+                    f"(accepted: {t_acc}) [DFT §VI condition (ii)]",
                     r,
                 )
         return False
@@ -551,6 +570,7 @@ DFT_PLUGINS: Final[tuple[type[Plugin], ...]] = (
     DFTSafety,
     DFTLegitimacy,
     DFTBounded,
+    DFTTables,
 )
 """DFT's invariants as plug-ins over the shared ledger, in report order."""
 

@@ -339,6 +339,7 @@ def check_context(
         matches=matches,
         grace=100 * binding.link_delay_us,
         reports_acceptance=not naive,
+        late=frozenset(b for b, _ in graph.graph.get("dft_late", ())),
     )
 
 
