@@ -106,6 +106,9 @@ class DFTTables(Plugin):
         self.joined: dict[str, int] = {}
         #: Brokers restarted that sent nothing since: their SyncStarts ask to be told.
         self.asking: set[str] = set()
+        #: (broker, source) -> (its held table, its size, the held pids the source is on or
+        #: beyond): recomputed when the table changes.
+        self._covers: dict[tuple[str, str], tuple[dict[Pid, int], int, list[Pid]]] = {}
         #: How many (pid, broker) table entries completeness judged (non-vacuity).
         self.judged = 0
 
@@ -174,16 +177,24 @@ class DFTTables(Plugin):
         return [p for p, seq in held.items() if seq < before and p not in self.healed]
 
     def _pub_tags(self, r: TraceRecord, b: str, msg: PubMsg) -> bool:
-        if not self.held.get(b):
+        held = self.held.get(b)
+        if not held:
+            return False
+        source = msg.source
+        key = (b, source)
+        got = self._covers.get(key)
+        if got is None or got[0] is not held or got[1] != len(held):
+            tree = self.tree
+            covering = [p for p in held if tree.on_or_beyond(p.detector, p.pnodes, source)]
+            got = self._covers[key] = (held, len(held), covering)
+        if not got[2]:
             return False
         first = self.first_in.get((b, self.incarnation.get(b, 0), msg.key))
         if first is None:
             return False
-        tree, source = self.tree, msg.source
+        healed, tags = self.healed, msg.tags
         missing = sorted(
-            p
-            for p in self._needs(b, first)
-            if p not in msg.tags and tree.on_or_beyond(p.detector, p.pnodes, source)
+            p for p in got[2] if held[p] < first and p not in tags and p not in healed
         )
         if missing:
             return self.report.fail(
@@ -219,8 +230,13 @@ class DFTTables(Plugin):
 
     def _confirm_tags(self, r: TraceRecord, b: str, to: str, msg: SubConfirm) -> bool:
         once = (b, self.incarnation.get(b, 0), msg.sid)
+        if once in self.confirmed:
+            return False
+        if not self.held.get(b):
+            self.confirmed.add(once)  # nothing held: nothing owed, now or on a later copy
+            return False
         sub = self.f.subs.get(msg.sid)
-        if once in self.confirmed or sub is None:
+        if sub is None:
             return False
         spath = self.tree.path(sub.broker, b)[:-1]
         if to not in spath:
