@@ -193,9 +193,7 @@ class DFTTables(Plugin):
         if first is None:
             return False
         healed, tags = self.healed, msg.tags
-        missing = sorted(
-            p for p in got[2] if held[p] < first and p not in tags and p not in healed
-        )
+        missing = sorted(p for p in got[2] if held[p] < first and p not in tags and p not in healed)
         if missing:
             return self.report.fail(
                 TABLES,
