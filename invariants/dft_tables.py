@@ -100,6 +100,8 @@ class DFTTables(Plugin):
         self.announced: set[Pid] = set()
         #: Pids some broker announced healed: judged no further.
         self.healed: set[Pid] = set()
+        #: Per broker (per link): the last time it went down or came back up — it has been
+        #: up without a break since t0 only if that is before t0 and it is up now.
         self.down_since: dict[str, int] = {}
         self.link_down_since: dict[frozenset[str], int] = {}
         #: When each late broker (``DFTContext.late``) first sent: its join.
@@ -278,8 +280,6 @@ class DFTTables(Plugin):
 
     # ---- faults and completeness ---------------------------------------------------
     def _on_fault(self, r: TraceRecord) -> bool:
-        if self._complete(r):
-            return True
         fault = r.detail
         target, t = fault.target, r.time
         if fault.kind in ("crash", "fail") and fault.phase != "end":
@@ -290,9 +290,10 @@ class DFTTables(Plugin):
             self.told[target] = set()
         elif fault.kind == "restart" or (fault.kind == "crash" and fault.phase == "end"):
             self.asking.add(target)
-        elif fault.kind == "link_fail" and fault.phase != "end":
+            self.down_since[target] = t  # down until now: not up since any earlier t0
+        elif fault.kind in ("link_fail", "link_heal"):  # its start and its end (the heal)
             self.link_down_since[frozenset(target.split("|"))] = t
-        return False
+        return self._complete(r)
 
     def finish(self, end: TraceRecord) -> bool:
         return self._complete(end, final=True)

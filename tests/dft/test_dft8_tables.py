@@ -124,3 +124,29 @@ def ctx_names() -> tuple[str, ...]:
     from gapless.invariants.dft import DFT_INVARIANTS
 
     return tuple(DFT_INVARIANTS)
+
+
+def test_a_broker_down_across_the_announcement_is_not_expected_to_hold_it() -> None:
+    """``campaigns/dft-demo.toml`` seed 253, shrunk: B4 crashes at 1.80 s, B1 at 2.42 s (B0
+    detects (B0, 1, <B1>)), B4 restarts at 2.625 s. B4 was down when the pid was announced:
+    completeness must not expect it (the first campaign of dft8 did, judging B4 "up since"
+    by its crash time alone — a false alarm on the correct protocol)."""
+    from pathlib import Path
+
+    import attrs
+
+    from gapless.models.faults import FaultEvent, FaultSchedule
+    from gapless.models.run import simulate
+    from gapless.spark_fuzz.config import load_config
+    from gapless.spark_fuzz.runner_backend import RunnerBackend
+
+    demo = Path(__file__).resolve().parents[2] / "campaigns" / "dft-demo.toml"
+    spec = attrs.evolve(
+        RunnerBackend("dft").make_spec(load_config(demo, {})), duration_us=2_625_000
+    )
+    events = (
+        FaultEvent(kind="crash", at_us=1_801_846, duration_us=2_699_008, target="B4", stream=1),
+        FaultEvent(kind="crash", at_us=2_418_649, duration_us=2_357_105, target="B1", stream=2),
+    )
+    out = simulate(spec, FaultSchedule(seed=253, events=events), 253)
+    assert out.invariant != TABLES, out.explanation
