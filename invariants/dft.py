@@ -190,6 +190,8 @@ class DFTFacts:
         self.pubs: dict[str, list[tuple[int, Mapping[str, Any], TraceRecord]]] = {}
         self.accepted_at: dict[tuple[str, str], int] = {}
         self.first_send: dict[tuple[str, tuple[str, int]], int] = {}
+        #: When each broker last crashed: its first sends count from there.
+        self.crash_time: dict[str, int] = {}
         self.last_copy: dict[tuple[str, tuple[str, int]], tuple[str, ...]] = {}
         self.sent_copy: dict[tuple[str, tuple[str, int]], tuple[str, ...]] = {}
         self.last_tags: dict[tuple[str, tuple[str, int]], frozenset[Pid]] = {}
@@ -282,7 +284,13 @@ class DFTFacts:
         if isinstance(msg, SubConfirm):
             self.accept(r.node, msg.sid, r.time)
         elif isinstance(msg, PubMsg):
-            self.first_send.setdefault((r.node, msg.key), r.time)
+            # the first send since the broker's last crash: a restarted broker processes
+            # what it re-sends afresh, against the SRT it rebuilt [DFT §VIII-B]
+            k = (r.node, msg.key)
+            if self.first_send.get(k, r.time) < self.crash_time.get(r.node, -1):
+                self.first_send[k] = r.time
+            else:
+                self.first_send.setdefault(k, r.time)
             self.sent_copy.setdefault((r.detail.to, msg.key), msg.trail)
         elif isinstance(msg, PartitionHealed | RecoveryNotifier):
             self.healed.add(msg.pid)
@@ -312,6 +320,7 @@ class DFTFacts:
                 self.failed.discard(frozenset(f.target.split("|")))
         elif f.kind in ("crash", "fail"):  # "fail": a broker that never restarts
             self.crashed.add(f.target)
+            self.crash_time[f.target] = r.time
         elif f.kind == "link_fail":
             self.failed.add(frozenset(f.target.split("|")))
 
@@ -415,9 +424,10 @@ class DFTSafety(_DFTPlugin):
             t_acc = f.accepted_at.get((x, sub.sid))
             if t_acc is not None and t_acc <= t_pub:
                 continue  # accepted before the publication existed: before any forwarding
-            # a broker forwards a publication when it first sends it (or delivers it here):
-            # for its source too, which holds what is published before it is restored
-            # [DFT §VIII-B] — a newcomer's first publications wait for its first sync
+            # a broker forwards a publication when it first sends it since its last crash
+            # (or delivers it here): for its source too, which holds what is published
+            # before it is restored [DFT §VIII-B] — a newcomer's first publications wait
+            # for its first sync; a restarted source re-sends its unconfirmed ones afresh
             t_fwd = f.first_send.get((x, key), r.time)
             if x == r.node:
                 t_fwd = min(t_fwd, r.time)
