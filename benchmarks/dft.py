@@ -51,7 +51,7 @@ from gapless.models.dft_fig10 import FAIL_AT_US, fig10_delta, fig10_spec
 from gapless.models.faults import FaultSchedule
 from gapless.models.run import Run
 
-__all__ = ["run"]
+__all__ = ["plot_figure_scenario", "run"]
 
 PLOT_DIR: Final = Path("build/bench-dft")
 FIG10_N: Final = 100
@@ -228,20 +228,13 @@ def _plot_fig9(fig9: dict[str, Any], path: Path) -> None:
     for ax, f in zip(axes, (3, 7), strict=True):
         for d, colour in zip(F.FIG9_DELTAS, ("C0", "C1", "C2", "C3"), strict=True):
             ks = list(F.FIG9_KS)
-            ax.plot(
-                ks,
-                [pts[f"f{f}_d{d}_k{k}"]["disconnected_pct"] for k in ks],
-                "o-",
-                color=colour,
-                label=f"δ={d} chain of δ+1 (paper)",
-            )
-            ax.plot(
-                ks,
-                [pts[f"f{f}_d{d}_k{k}"]["disconnected_pct_legitimate"] for k in ks],
-                "x--",
-                color=colour,
-                label=f"δ={d} legitimate propagation",
-            )
+            chain = [pts[f"f{f}_d{d}_k{k}"]["disconnected_pct"] for k in ks]
+            legit = [pts[f"f{f}_d{d}_k{k}"]["disconnected_pct_legitimate"] for k in ks]
+            if chain == legit:  # one curve, said so (δ = 0: the two rules are one)
+                ax.plot(ks, chain, "o-", color=colour, label=f"δ={d} both counts (coincide)")
+                continue
+            ax.plot(ks, chain, "o-", color=colour, label=f"δ={d} chain of δ+1 (paper)")
+            ax.plot(ks, legit, "x--", color=colour, label=f"δ={d} legitimate propagation")
         ax.set_title(f"fanout {f}, 1000 brokers, {fig9['runs']} runs/point")
         ax.set_xlabel("failed brokers k")
         ax.grid(alpha=0.3)
@@ -301,6 +294,30 @@ def _plot_fig10(fig10: dict[str, Any], path: Path) -> None:
     ax.legend()
     fig.tight_layout()
     fig.savefig(path, dpi=90)
+
+
+def plot_figure_scenario(m: dict[str, Any], path: Path) -> None:
+    """``gapless simulate --scenario dft-fig9|dft-fig11|dft-fig12 --plot FILE``: the bench's
+    plot of that figure, from the scenario's figures (Figures 11 and 12 recompute their
+    per-broker values with the same functions and sizes)."""
+    name = m["scenario"]
+    if name == "dft-fig9":
+        points = {k: v for k, v in m.items() if k.startswith("f") and "_k" in k}
+        _plot_fig9({"points": points, "runs": m["runs"]}, path)
+    elif name == "dft-fig11":
+        _plot_cdfs(
+            F.fig11(n=m["brokers"]),
+            [[(f"f{f}_d{d}", f"δ={d}") for d in F.FIG9_DELTAS] for f in (3, 7)],
+            "DFT Figure 11: Δ-neighbourhood size",
+            path,
+        )
+    else:
+        _plot_cdfs(
+            F.fig12(n=m["brokers"], runs=m["runs"]),
+            [[(f"f{f}_k{k}", f"{k} failures, δ=3") for k in (16, 60)] for f in (3, 7)],
+            "DFT Figure 12: active sessions per live broker",
+            path,
+        )
 
 
 def _store(params: dict[str, str]) -> Path | None:

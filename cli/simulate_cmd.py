@@ -327,7 +327,7 @@ def simulate(
     raise SystemExit(0 if m["pass"] else 1)
 
 
-PLOT_KINDS = ("timeline", "dft-gap", "ges", "durable")
+PLOT_KINDS = ("timeline", "dft-gap", "dft-figure", "ges", "durable")
 """The kinds of drawing a scenario may name (``Scenario.plot``); ``timeline`` is GD's."""
 
 
@@ -337,6 +337,10 @@ def _draw_scenario(kind: str, outcome: Any, m: dict[str, Any], path: Path) -> No
         from gapless.cli.dft_plots import plot_gap
 
         plot_gap(m, path)
+    elif kind == "dft-figure":
+        from gapless.benchmarks.dft import plot_figure_scenario
+
+        plot_figure_scenario(m, path)
     elif kind == "ges":
         from gapless.cli.ges_plot import plot_ges
 

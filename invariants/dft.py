@@ -72,6 +72,7 @@ from gapless.impl.effects import Deliver
 from gapless.impl.errors import ProtocolMisuse
 from gapless.impl.trace import TraceRecord
 from gapless.invariants.checker import Checker
+from gapless.invariants.dft_tables import TABLES, DFTTables
 from gapless.invariants.plugin import CheckContext, Ledger, Plugin, Report
 from gapless.invariants.violation import Violation
 
@@ -94,8 +95,16 @@ DFT_INVARIANTS: Final = (
     "safety",
     "legitimate_propagation",
     "bounded_delivery",
+    TABLES,
 )
-DFT_SAFETY: Final = ("exactly_once", "order", "gapless", "safety", "legitimate_propagation")
+DFT_SAFETY: Final = (
+    "exactly_once",
+    "order",
+    "gapless",
+    "safety",
+    "legitimate_propagation",
+    TABLES,
+)
 """What a run beyond its failure budget is still judged on [DFT §II]."""
 
 _HEALS: Final = frozenset({"link_heal", "restart"})
@@ -145,6 +154,9 @@ class DFTContext:
     #: then counts as accepted, with no tags, at a broker when the broker receives it and at
     #: its source when its subscriber connects.
     reports_acceptance: bool = True
+    #: The brokers of ``tree`` that join during the run: absent until they first send
+    #: (``partition_tables`` does not expect their tables before).
+    late: frozenset[str] = frozenset()
 
 
 @attrs.define
@@ -178,6 +190,8 @@ class DFTFacts:
         self.pubs: dict[str, list[tuple[int, Mapping[str, Any], TraceRecord]]] = {}
         self.accepted_at: dict[tuple[str, str], int] = {}
         self.first_send: dict[tuple[str, tuple[str, int]], int] = {}
+        #: When each broker last crashed: its first sends count from there.
+        self.crash_time: dict[str, int] = {}
         self.last_copy: dict[tuple[str, tuple[str, int]], tuple[str, ...]] = {}
         self.sent_copy: dict[tuple[str, tuple[str, int]], tuple[str, ...]] = {}
         self.last_tags: dict[tuple[str, tuple[str, int]], frozenset[Pid]] = {}
@@ -270,7 +284,13 @@ class DFTFacts:
         if isinstance(msg, SubConfirm):
             self.accept(r.node, msg.sid, r.time)
         elif isinstance(msg, PubMsg):
-            self.first_send.setdefault((r.node, msg.key), r.time)
+            # the first send since the broker's last crash: a restarted broker processes
+            # what it re-sends afresh, against the SRT it rebuilt [DFT §VIII-B]
+            k = (r.node, msg.key)
+            if self.first_send.get(k, r.time) < self.crash_time.get(r.node, -1):
+                self.first_send[k] = r.time
+            else:
+                self.first_send.setdefault(k, r.time)
             self.sent_copy.setdefault((r.detail.to, msg.key), msg.trail)
         elif isinstance(msg, PartitionHealed | RecoveryNotifier):
             self.healed.add(msg.pid)
@@ -300,6 +320,7 @@ class DFTFacts:
                 self.failed.discard(frozenset(f.target.split("|")))
         elif f.kind in ("crash", "fail"):  # "fail": a broker that never restarts
             self.crashed.add(f.target)
+            self.crash_time[f.target] = r.time
         elif f.kind == "link_fail":
             self.failed.add(frozenset(f.target.split("|")))
 
@@ -392,24 +413,32 @@ class DFTSafety(_DFTPlugin):
                 r,
             )
         t_pub = f.publish_time(d.pubend, d.tick)
-        start = f.flow_start(sub, d.pubend)
-        if t_pub is None or start is None or t_pub < start:
+        if t_pub is None:
             return False
+        # condition (ii) [DFT §VI] for every delivered publication, however old: a copy
+        # published before the acceptance is safe only if its source and every forwarder
+        # had accepted s before forwarding it (the seed-1238 release, spec/dft.md
+        # "Safety on older publications")
         trail = f.last_copy.get((r.node, key), f.sent_copy.get((r.node, key), ()))
-        for x in sorted({d.pubend, *trail}):
+        for x in sorted({d.pubend, r.node, *trail}):
             t_acc = f.accepted_at.get((x, sub.sid))
             if t_acc is not None and t_acc <= t_pub:
                 continue  # accepted before the publication existed: before any forwarding
-            # a broker forwards a publication when it first sends it (or delivers it here):
-            # for its source too, which holds what is published before it is restored
-            # [DFT §VIII-B] — a newcomer's first publications wait for its first sync
+            # a broker forwards a publication when it first sends it since its last crash
+            # (or delivers it here): for its source too, which holds what is published
+            # before it is restored [DFT §VIII-B] — a newcomer's first publications wait
+            # for its first sync; a restarted source re-sends its unconfirmed ones afresh
             t_fwd = f.first_send.get((x, key), r.time)
+            if x == r.node:
+                t_fwd = min(t_fwd, r.time)
             if t_acc is None or t_acc > t_fwd:
+                when = "before" if t_pub < (sub.accepted or 0) else "after"
                 return self.report.fail(
                     "safety",
                     sub.sid,
-                    f"{key} was forwarded by {x} at t={t_fwd} before {x} accepted "
-                    f"{sub.sid} (accepted: {t_acc})",
+                    f"{key} (published at t={t_pub}, {when} {sub.sid} was accepted) was "
+                    f"forwarded by {x} at t={t_fwd} before {x} accepted {sub.sid} "
+                    f"(accepted: {t_acc}) [DFT §VI condition (ii)]",
                     r,
                 )
         return False
@@ -551,6 +580,7 @@ DFT_PLUGINS: Final[tuple[type[Plugin], ...]] = (
     DFTSafety,
     DFTLegitimacy,
     DFTBounded,
+    DFTTables,
 )
 """DFT's invariants as plug-ins over the shared ledger, in report order."""
 

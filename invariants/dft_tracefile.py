@@ -7,7 +7,8 @@ Format ``gapless-trace``, version 2, ``"protocol": "dft"`` (UTF-8, one JSON obje
   "context": {...}, "meta": {...}}``; ``context`` is what the invariants know besides the
   trace (:class:`~gapless.invariants.dft.DFTContext`): ``joins`` (the primary tree as
   ``[broker, attach_to]`` in join order, ``attach_to`` null for the first), ``delta``,
-  ``grace_us`` and ``reports_acceptance``;
+  ``grace_us``, ``reports_acceptance`` and ``late`` (the brokers that join during the run;
+  optional, absent in files written before dft8: none);
 * every other line, one record ``{"seq", "time", "node", "kind", "detail"}``, ``kind`` one of
 
   - ``connect``: ``{"subscriber", "filter", "connection"}``; ``disconnect``:
@@ -184,6 +185,7 @@ def write_dft_trace(
             "delta": context.delta,
             "grace_us": context.grace,
             "reports_acceptance": context.reports_acceptance,
+            "late": sorted(context.late),
         },
         "meta": dict(meta or {}),
     }
@@ -257,6 +259,7 @@ def _context_in(c: Any, matches: Callable[[str, Any], bool]) -> DFTContext:
             matches=matches,
             grace=int(c["grace_us"]),
             reports_acceptance=bool(c["reports_acceptance"]),
+            late=frozenset(str(b) for b in c.get("late", ())),
         )
     except (KeyError, TypeError, ValueError) as exc:
         raise _fail(

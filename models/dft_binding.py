@@ -259,6 +259,7 @@ TOPOLOGIES: Final[Mapping[str, Callable[[], nx.Graph]]] = {
     "dft-tree13": tree13,
     "dft-tree13-join": tree13_join,
     "dft-fig10-100": lambda: fig10(100),
+    "dft-fig10-200": lambda: fig10(200),  # the cost's growth with n (spec/dft.md, dft8)
     "dft-fig10-500": lambda: fig10(500),
 }
 
@@ -339,6 +340,7 @@ def check_context(
         matches=matches,
         grace=100 * binding.link_delay_us,
         reports_acceptance=not naive,
+        late=frozenset(b for b, _ in graph.graph.get("dft_late", ())),
     )
 
 

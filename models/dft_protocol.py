@@ -31,6 +31,7 @@ from gapless.impl.dft.variants import VARIANTS
 from gapless.invariants.dft import DFT_INVARIANTS, DFT_SAFETY, DFTChecker
 from gapless.invariants.dft_tracefile import trace_check, write_dft_trace
 from gapless.models.dft_binding import TOPOLOGIES, check_context, make_binding, within_budget
+from gapless.models.dft_fig_scenarios import FIG_SCENARIOS
 from gapless.models.dft_scenarios import SCENARIOS
 from gapless.models.registry import ProtocolEntry, Scenario
 
@@ -61,7 +62,7 @@ ENTRY: Final = ProtocolEntry(
     variants=VARIANTS,
     topologies=TOPOLOGIES,
     default_topology="dft-fig1",
-    scenarios=SCENARIOS,
+    scenarios=(*SCENARIOS, *FIG_SCENARIOS),
     fault_kinds=("link_fail", "disconnect", "crash", "join"),
     invariants=DFT_INVARIANTS,
     safety_invariants=DFT_SAFETY,

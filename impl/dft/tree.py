@@ -83,7 +83,9 @@ class PrimaryTree:
         )
 
     def __contains__(self, broker: object) -> bool:
-        return broker in self.parent
+        # the plain-dict view of ``parent`` (:meth:`_memo`): asked of every message a broker
+        # receives (``role._unknown``), where a ``PMap`` lookup walks its buckets in Python
+        return broker in self._memo()[0]
 
     def neighbours(self, broker: str) -> tuple[str, ...]:
         """The brokers one primary link away."""
@@ -101,10 +103,12 @@ class PrimaryTree:
 
     def path(self, a: str, b: str) -> tuple[str, ...]:
         """The primary path P(a, b), both ends included [DFT §II]."""
+        memo = self.__dict__.get("_memo_cache")
+        if memo is not None:  # the hot path: a memoised path, one lookup
+            got = memo[2].get((a, b))
+            if got is not None:
+                return got  # type: ignore[no-any-return]
         parent, depth, paths = self._memo()
-        got = paths.get((a, b))
-        if got is not None:
-            return got  # type: ignore[no-any-return]
         left: list[str] = [a]
         right: list[str] = [b]
         x, y = a, b
@@ -131,6 +135,11 @@ class PrimaryTree:
 
     def next_hop(self, a: str, b: str) -> str:
         """The neighbour of ``a`` on P(a, b) (``a != b``)."""
+        memo = self.__dict__.get("_memo_cache")
+        if memo is not None:
+            got = memo[2].get((a, b))
+            if got is not None:
+                return got[1]  # type: ignore[no-any-return]
         return self.path(a, b)[1]
 
     def on_path(self, x: str, a: str, b: str) -> bool:

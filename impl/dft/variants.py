@@ -8,10 +8,10 @@ Each entry of :data:`VARIANTS` is a :class:`~gapless.impl.variants.Variant` whos
 policy. ``caught_by`` names the invariants of :mod:`gapless.invariants.dft` expected to catch
 it, ``needs`` the fault kinds it needs to show; ``tests/dft/test_dft_variants.py`` runs each
 on a small network where it shows and checks that one of those invariants catches it and
-that the paper's policy passes the same run. (``DFTPolicy.dpt_factor=1``, partition tables
-within δ instead of 2δ, is not declared: under our reading of the tags it loses redundancy
-and the completeness of tables within δ, not safety — ``spec/dft.md``, "Partition tables",
-argues it and ``tests/dft/test_dft4_tables.py`` shows what it changes.)
+that the paper's policy passes the same run. ``dpt-delta`` (partition tables within δ
+instead of 2δ) loses redundancy and the completeness of tables within δ, not safety, under
+our reading of the tags (``spec/dft.md``, "Partition tables"); since dft8 the trace invariant
+``partition_tables`` judges the tables themselves and catches it.
 """
 
 from __future__ import annotations
@@ -36,6 +36,15 @@ VARIANTS: Final[dict[str, Variant]] = {
             summary="Reverse-path forwarding with store-and-forward on link failure [DFT §I]: a "
             "broker cut off from a new subscription filters out a publication that matches "
             "only it, then forwards the stored ones after the heal — a gap.",
+        ),
+        Variant(
+            name="dpt-delta",
+            policy=attrs.evolve(PAPER_POLICY, dpt_factor=1),
+            caught_by=("partition_tables",),
+            needs=("link",),
+            summary="Partition tables kept within DPT = δ of the detector instead of 2δ "
+            "[DFT §IV, §VII 'Determining DPT']: brokers between δ + 1 and 2δ of a detector "
+            "never learn its pid.",
         ),
         Variant(
             name="untagged-confirmations",

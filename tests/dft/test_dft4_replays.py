@@ -61,7 +61,13 @@ def test_crossed_syncs_share_a_confirmation(policy: DFTPolicy) -> None:
     B1's gives it to B0, which propagates it; B1's confirmation of B0's transfer reached B0
     while S0/0 was pending there and was taken as the pending subscription's (B1 was not in
     its Out_s: dropped). B0's sync of B1 waited forever, so B0's pids holding B1 never
-    recovered and S1 at B2 never heard from B1 again (``live_after_heal``)."""
+    recovered and S1 at B2 never heard from B1 again (``live_after_heal``). Since dft8 the
+    trace invariant ``partition_tables`` judges the tables themselves: with ``dpt-delta``
+    it reports them incomplete (its non-vacuity on a search-found run)."""
+    if policy.dpt_factor == 1:
+        with pytest.raises(AssertionError, match="partition_tables"):
+            _replay(policy, CROSSED_SYNCS)
+        return
     _replay(policy, CROSSED_SYNCS)
 
 

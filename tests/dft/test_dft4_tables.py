@@ -17,7 +17,8 @@ from _dft_net import Net
 from gapless.impl.dft.config import PAPER_POLICY, DFTConfig, DFTPolicy
 from gapless.impl.dft.messages import Pid
 from gapless.impl.dft.tree import PrimaryTree
-from gapless.invariants.dft import DFTContext, check_dft_trace
+from gapless.invariants.dft import DFT_INVARIANTS, DFTContext, check_dft_trace
+from gapless.invariants.dft_tables import TABLES
 from gapless.spec.filters import reference_matcher
 
 CHAIN = PrimaryTree.build([(f"C{i}", f"C{i - 1}" if i else None) for i in range(6)])
@@ -45,10 +46,19 @@ def partition_then_restarts(policy: DFTPolicy, restarts: tuple[str, ...]) -> Net
     return net
 
 
-def _verdict(net: Net) -> str | None:
+#: The invariants that judge deliveries; ``partition_tables`` judges the tables themselves
+#: (``test_dft8_tables.py``), and catches dpt-delta and a table-forgetting policy first.
+DELIVERY = tuple(n for n in DFT_INVARIANTS if n != TABLES)
+
+
+def _verdict(net: Net, names: tuple[str, ...] = DELIVERY) -> str | None:
     ctx = DFTContext(tree=CHAIN, delta=1, matches=reference_matcher())
-    v, _ = check_dft_trace(net.records, ctx)
+    v, _ = check_dft_trace(net.records, ctx, names)
     return None if v is None else v.invariant
+
+
+def _tables(net: Net) -> str | None:
+    return _verdict(net, (TABLES,))
 
 
 def holders(net: Net, pid: Pid) -> set[str]:
@@ -81,6 +91,8 @@ def test_tables_hold_exactly_the_pids_whose_detector_is_within_dpt(
     within = {b for b in CHAIN.order if CHAIN.distance(b, "C2") <= policy.dpt(net.config)}
     assert holders(net, P) == expected == within
     assert _verdict(net) is None
+    # the trace invariant tells them apart too: dpt-delta's tables are incomplete
+    assert _tables(net) == (None if policy is PAPER_POLICY else TABLES)
 
 
 def test_dpt_two_delta_survives_the_loss_of_delta_tables() -> None:
@@ -96,6 +108,7 @@ def test_dpt_two_delta_survives_the_loss_of_delta_tables() -> None:
     good = partition_then_restarts(NO_RELEARN, ("C3", "C1"))
     assert good.delivered("S") == []
     assert _verdict(good) is None
+    assert _tables(bad) == _tables(good) == TABLES  # neither relearns its tables
 
 
 def test_without_relearning_even_two_delta_loses_its_tables() -> None:
@@ -108,6 +121,8 @@ def test_without_relearning_even_two_delta_loses_its_tables() -> None:
     good = partition_then_restarts(PAPER_POLICY, restarts)
     assert good.delivered("S") == []
     assert _verdict(good) is None
+    assert _tables(bad) == TABLES
+    assert _tables(good) is None
     assert holders(good, P) == {"C0", "C1", "C2", "C3", "C4"}
 
 
@@ -119,6 +134,7 @@ def test_restarted_brokers_relearn_their_tables(policy: DFTPolicy) -> None:
     assert net.delivered("S") == []
     assert _verdict(net) is None
     assert {"C1", "C2", "C3"} <= holders(net, P)
+    assert _tables(net) == (None if policy is PAPER_POLICY else TABLES)
 
 
 @pytest.mark.parametrize("policy", [PAPER_POLICY, DPT_DELTA, NO_RELEARN_DPT_DELTA])
@@ -159,3 +175,4 @@ def test_a_broker_cut_off_from_the_detector_tags_with_its_own_pid(policy: DFTPol
     assert net.delivered("S") == []
     assert net.delivered("A") == [("C0", 1), ("C0", 2), ("C0", 3)]
     assert _verdict(net) is None
+    assert _tables(net) == (None if policy is PAPER_POLICY else TABLES)

@@ -65,3 +65,19 @@ def test_a_source_that_holds_a_publication_until_it_accepts_is_safe() -> None:
     came 2 ms after its join, before its first sync)."""
     v, _ = check_dft_trace(_trace(confirm_at=30, send_at=40), _ctx(), ("safety",))
     assert v is None, v.explain() if v else ""
+
+
+def test_a_restarted_source_re_sending_its_publication_after_accepting_is_safe() -> None:
+    """The default zoo's ``dft-fig1`` swarm campaign, seed 29 (dft8's first zoo run, a false
+    alarm on the correct protocol): B1 publishes (B1, 159) at 6.32 s and crashes 1 µs later
+    (the copy in flight is lost); S at B3 reconnects (a new subscription, accepted while B1
+    is down); B1 restarts, accepts it in its sync, and re-sends (B1, 159) — processed afresh
+    against its rebuilt SRT [DFT §VIII-B]. Its forwarding counts from its restart: safe."""
+    from gapless.spark_fuzz.config import load_config
+    from gapless.spark_fuzz.runner_backend import RunnerBackend
+
+    backend = RunnerBackend("dft")
+    base = {"protocol": "dft", "topology": "dft-fig1", "faults": {"profile": "swarm"}}
+    spec = backend.make_spec(load_config(None, {**base, "variant": "none"}))
+    out = backend.run(spec, backend.generate_schedule(spec, 29), 29)
+    assert out.verdict in ("pass", "out_of_budget"), out.explanation

@@ -67,13 +67,18 @@ def test_the_release_after_recovery_no_longer_gives_a_newcomer_a_flow_with_holes
 
 
 def test_without_the_acceptance_stamps_the_hole_is_back(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Non-vacuity: the pre-dft7 rule (``match_after_acceptance=False``) gives J14's
-    subscriber B5's released publications, with holes, and ``gapless`` reports it."""
+    """Non-vacuity: the pre-dft7 rule (``match_after_acceptance=False``) gives new
+    subscriptions B5's released publications, older than their acceptance. ``safety`` now
+    judges them by the paper's condition (ii) [DFT §VI] (dft8): the first such delivery
+    (to B9's subscriber, reconnected after B9's restart, a new subscription) is a
+    ``safety`` violation, before any hole shows (before dft8 only ``gapless`` saw it, at
+    J14's flow with holes)."""
     old = attrs.evolve(PAPER_POLICY, match_after_acceptance=False)
     monkeypatch.setattr(dft_binding, "PAPER_POLICY", old)
     out = _replay()
-    assert (out.verdict, out.invariant) == ("violation", "gapless"), out.explanation
-    assert "J14.u0/0" in out.explanation
+    assert (out.verdict, out.invariant) == ("violation", "safety"), out.explanation
+    assert "before B9.u0/1 was accepted" in out.explanation
+    assert "condition (ii)" in out.explanation
 
 
 def test_a_late_copy_is_not_matched_for_a_subscription_its_sender_accepted_after_it() -> None:

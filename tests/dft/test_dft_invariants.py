@@ -126,7 +126,8 @@ def test_legitimate_propagation_names_the_offending_sub_path() -> None:
     net.drain()
     assert net.delivered("S") == [("C0", 1)]
     assert _check(net)[0] is None
-    v, _ = _check(net, delta=1)
+    # judged against δ=1 the tables of a δ=2 run reach past DPT=2 too: legitimacy alone here
+    v, _ = _check(net, delta=1, names=("legitimate_propagation",))
     assert v is not None
     assert v.invariant == "legitimate_propagation"
     assert "['C2', 'C3']" in v.message

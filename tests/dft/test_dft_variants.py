@@ -123,7 +123,21 @@ def restart_in_the_middle(policy: DFTPolicy) -> Net:
     return net
 
 
+def partition_on_a_chain(policy: DFTPolicy) -> Net:
+    """Chain C0..C5, δ = 1: S at C5; link C1-C2 fails (C2 detects (C2, 1, <C1>)); C0
+    publishes. With DPT = δ, C0 and C4 (2 links from C2) never learn the pid."""
+    net = Net(_chain(*(f"C{i}" for i in range(6))), DFTConfig(delta=1), policy)
+    net.subscribe("C5", "S", "true")
+    net.drain()
+    net.fail_link("C1", "C2")
+    net.drain()
+    net.publish("C0", x=1)
+    net.drain()
+    return net
+
+
 SCENARIOS: dict[str, Callable[[DFTPolicy], Net]] = {
+    "dpt-delta": partition_on_a_chain,
     "forget-stamps": restart_in_the_middle,
     "no-sync": restart_in_the_middle,
     "naive": gap_section_i,
