@@ -149,9 +149,11 @@ def test_cohorts_and_single_deliveries_together_settle_a_message() -> None:
     assert check_trace(_cohort_ctx(), _cohort_trace(both, u3), names, live_end=True) is None
     assert check_trace(_cohort_ctx(), _cohort_trace(both, u3_cohort), names, live_end=True) is None
     missing = check_trace(_cohort_ctx(), _cohort_trace(both), names, live_end=True)
-    assert missing is not None and missing.invariant == "quiet_delivery"
+    assert missing is not None
+    assert missing.invariant == "quiet_delivery"
     assert missing.subject == "u3"
     # a delivery on another connection number does not count for connection 0
     other = Deliver(subscriber="u3", pubend="P1", tick=5, payload=payload, connection=1)
     late = check_trace(_cohort_ctx(), _cohort_trace(both, other), names, live_end=True)
-    assert late is not None and late.subject == "u3"
+    assert late is not None
+    assert late.subject == "u3"
