@@ -12,7 +12,10 @@ import subprocess
 import sys
 from pathlib import Path
 
+import attrs
+
 from gapless.benchmarks._mutants import mutant_named
+from gapless.impl.effects import Deliver, DeliverCohort
 from gapless.impl.inputs import Connect
 from gapless.impl.trace import Fault, Published, TraceRecord
 from gapless.invariants.checker import check_trace
@@ -112,3 +115,45 @@ def test_a_message_published_near_the_first_fault_is_not_judged() -> None:
     assert check_trace(ctx(), _trace(near), names, live_end=True) is None
     far = 1_000_000 + SETTLE_US + 1
     assert check_trace(ctx(), _trace(far), names, live_end=True) is not None
+
+
+def _cohort_trace(*deliveries: object) -> list[TraceRecord]:
+    """u1, u2, u3 connected at s1 before message 0 of P1; then ``deliveries`` at s1."""
+    recs: list[TraceRecord] = []
+
+    def add(t: int, node: str, kind: str, detail: object) -> None:
+        recs.append(TraceRecord(seq=len(recs), time=t, node=node, kind=kind, detail=detail))
+
+    for u in ("u1", "u2", "u3"):
+        add(0, "s1", "connect", Connect(subscriber=u, filter="true", connection=0))
+    add(1_000_000, "p1", "publish", Published(pubend="P1", index=0, attributes={"n": 0}))
+    for d in deliveries:
+        add(1_100_000, "s1", "deliver", d)
+    return recs
+
+
+def _cohort_ctx() -> CheckContext:
+    subs = tuple(SubscriptionInfo(name=u, shb="s1", filter="true") for u in ("u1", "u2", "u3"))
+    return attrs.evolve(ctx(), subscriptions=subs)
+
+
+def test_cohorts_and_single_deliveries_together_settle_a_message() -> None:
+    """A message is settled by the union of its cohorts and single deliveries; one owed
+    connection missing from all of them is caught and named (issue 17: the plug-in keeps a
+    cohort as its member set, never expanding it per member)."""
+    names = ("quiet_delivery",)
+    payload = {"n": 0}
+    both = DeliverCohort(pubend="P1", tick=5, payload=payload, to=(("u1", 0), ("u2", 0)))
+    u3 = Deliver(subscriber="u3", pubend="P1", tick=5, payload=payload)
+    u3_cohort = DeliverCohort(pubend="P1", tick=5, payload=payload, to=(("u3", 0), ("u2", 0)))
+    assert check_trace(_cohort_ctx(), _cohort_trace(both, u3), names, live_end=True) is None
+    assert check_trace(_cohort_ctx(), _cohort_trace(both, u3_cohort), names, live_end=True) is None
+    missing = check_trace(_cohort_ctx(), _cohort_trace(both), names, live_end=True)
+    assert missing is not None
+    assert missing.invariant == "quiet_delivery"
+    assert missing.subject == "u3"
+    # a delivery on another connection number does not count for connection 0
+    other = Deliver(subscriber="u3", pubend="P1", tick=5, payload=payload, connection=1)
+    late = check_trace(_cohort_ctx(), _cohort_trace(both, other), names, live_end=True)
+    assert late is not None
+    assert late.subject == "u3"
