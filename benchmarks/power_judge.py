@@ -11,11 +11,11 @@ Everything here decides a verdict, so the text of this module is part of both ve
    editable install supplies every other subpackage; Spark's Python workers inherit it).
 2. **The tests** (:func:`tests_kill`): the fast tiers (:data:`FAST_TIERS`) in two passes, both
    stopping at the first failure (``-x``): first the test files that import the mutated
-   module, then the others (:func:`ordered_test_files`). Together they run every test file
-   once, so the verdict (some test fails) is the full tiers'; the order and the stop only
-   change how long a killed mutant takes. The Hypothesis profile ``mutation`` draws the
-   ``ci`` profile's examples (``derandomize``, same count) and skips shrinking, which never
-   changes whether a test fails.
+   module, then the others, nearest in the import graph first (:func:`ordered_test_files`).
+   Together they run every test file once, so the verdict (some test fails) is the full
+   tiers'; the order and the stop only change how long a killed mutant takes. The
+   Hypothesis profile ``mutation`` draws the ``ci`` profile's examples (``derandomize``,
+   same count) and skips shrinking, which never changes whether a test fails.
 3. **The campaign** (:func:`campaign_kill`): the default demo campaign (``campaigns/demo.toml``,
    its seed and schedule count as shipped unless ``schedules`` is given), on Spark, no
    shrinking, ``--fail-fast``: killed when ``gapless fuzz`` exits non-zero — 1: a schedule
@@ -33,10 +33,12 @@ import re
 import shutil
 import subprocess
 import sys
+from collections import deque
 from pathlib import Path
 from typing import Any, Final
 
 from gapless.benchmarks._mutants import Mutant
+from gapless.benchmarks.power_keys import _named, module_file
 
 __all__ = [
     "DEMO",
@@ -55,19 +57,61 @@ FAST_TIERS: Final = ("tests/laws", "tests/stateful", "tests/scenarios", "tests/u
 _FAILED: Final = re.compile(r"^(?:FAILED|ERROR) (\S+)", re.MULTILINE)
 
 
+def _with_packages(names: set[str]) -> set[str]:
+    """``names`` and their enclosing packages (importing a module runs their ``__init__``)."""
+    out = set(names)
+    for n in names:
+        parts = n.split(".")
+        out.update(".".join(parts[:i]) for i in range(2, len(parts)))
+    return out
+
+
+def import_distance(
+    test_file: Path, module: str, root: Path = ROOT, graph: dict[str, set[str]] | None = None
+) -> int | None:
+    """How many imports separate ``test_file`` from the gapless ``module`` (dotted name): 1
+    when the file imports it, 2 when it imports a module that does...; None when no chain
+    of import statements leads there (the file may still run it, e.g. in a subprocess).
+    ``graph`` caches each module's imports between calls."""
+    graph = {} if graph is None else graph
+
+    def deps(name: str) -> set[str]:
+        if name not in graph:
+            f = module_file(root, name)
+            graph[name] = _with_packages(_named(root, name, f.read_text(), False)) if f else set()
+        return graph[name]
+
+    start = _with_packages(_named(root, "tests." + test_file.stem, test_file.read_text(), False))
+    seen = dict.fromkeys(start, 1)
+    queue = deque(sorted(start))
+    while queue:
+        name = queue.popleft()
+        if name == module:
+            return seen[name]
+        for d in sorted(deps(name)):
+            if d not in seen:
+                seen[d] = seen[name] + 1
+                queue.append(d)
+    return None
+
+
 def ordered_test_files(module: str, root: Path = ROOT) -> tuple[list[str], list[str]]:
-    """The test files of :data:`FAST_TIERS` under ``root`` split in two: those that name the
-    mutated ``module``'s import path (``gapless.impl.gd.pubend`` or ``from gapless.impl.gd
-    import pubend``), then all the others. Together they are every test file, once."""
-    dotted = "gapless." + module.removesuffix(".py").replace("/", ".")
-    package, _, leaf = dotted.rpartition(".")
-    names = (dotted, f"from {package} import {leaf}")
-    first: list[str] = []
-    rest: list[str] = []
-    for tier in FAST_TIERS:
+    """The test files of :data:`FAST_TIERS` under ``root`` in two passes: those that import the
+    mutated ``module`` (``impl/...``), then all the others, nearest first by
+    :func:`import_distance` (a test of a role that calls the mutated helper before a law of
+    an unrelated lattice), ties in tier and name order, files no import chain leads from
+    last. Together they are every test file, once; the order changes only how soon a
+    killing test runs."""
+    dotted = "gapless." + module.removesuffix(".py").replace("/", ".").removesuffix(".__init__")
+    ranked: list[tuple[float, int, str]] = []
+    graph: dict[str, set[str]] = {}
+    for t, tier in enumerate(FAST_TIERS):
         for f in sorted((root / tier).rglob("test_*.py")):
-            text = f.read_text()
-            (first if any(n in text for n in names) else rest).append(str(f.relative_to(root)))
+            d = import_distance(f, dotted, root, graph)
+            ranked.append((float("inf") if d is None else d, t, str(f.relative_to(root))))
+    ranked.sort()
+    first = [f for d, _t, f in ranked if d == 1]
+    rest = [f for d, _t, f in ranked if d != 1]
     return first, rest
 
 
