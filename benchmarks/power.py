@@ -68,7 +68,10 @@ be re-judged after the code moved), ``tests`` (1; 0: judge the campaign verdicts
 to re-judge known misses after a change to the campaign), ``lines`` (1; 0: draw from every
 mutation point, the uniform sample of earlier runs), ``campaigns`` (``all``; ``killed``: judge
 the campaign only for the mutants the tests kill, which is all ``campaign_power`` needs;
-``none``: a tests-only pass, e.g. while the campaign code still changes).
+``none``: a tests-only pass, e.g. while the campaign code still changes), ``full`` (0; 1: also
+judge every verdict in full — every test file without ``-x``, every schedule without
+``--fail-fast`` — and report in ``stopped_vs_full`` whether the stopped judgement agreed and
+what each cost; the stored verdict is the stopped one).
 Mutants are judged in a seeded random order (so a partial run is a random subsample): the
 tests, then — if the tests kill it — the campaign; the campaigns of the mutants the tests
 do not kill (not part of ``campaign_power``) come last. The figures count only mutants with
@@ -94,9 +97,9 @@ from gapless.benchmarks._mutants import Mutant, mutant_named, sample, unrun
 from gapless.benchmarks.power_judge import (
     FAST_TIERS,
     ROOT,
-    campaign_kill,
+    judge_campaign,
+    judge_tests,
     ordered_test_files,
-    tests_kill,
 )
 from gapless.benchmarks.power_judge import stage as _stage
 from gapless.benchmarks.power_keys import campaign_key, impl_key, tests_key
@@ -203,15 +206,27 @@ def _judge(
         env = _stage(mutant, work)
         t0 = time.perf_counter()
         if what == "tests":
-            got = tests_kill(mutant, env, work)
+            got = judge_tests(mutant, env, work)
             record = {**record, "killed_by_tests": got["killed"], "tests_by": got["by"]}
             record["tests_pass"] = got["pass"]
             record["tests_key"] = params.get("tests_key")
         else:
-            got = campaign_kill(env, work, params)
+            got = judge_campaign(env, work, params)
             record = {**record, "killed_by_campaign": got["killed"], "campaign": got}
             record["campaign_key"] = params["campaign_key"]
         record[f"{what}_s"] = round(time.perf_counter() - t0, 1)
+        if params.get("full"):
+            # the judgement the stopped one stands for, to show they agree (full=1)
+            t0 = time.perf_counter()
+            if what == "tests":
+                full = judge_tests(mutant, env, work, stop=False)
+            else:
+                full = judge_campaign(env, work, params, stop=False)
+            record[f"{what}_full"] = {
+                "killed": full["killed"],
+                "s": round(time.perf_counter() - t0, 1),
+                **{k: full.get(k) for k in ("by", "failures", "schedules_run", "by_invariant")},
+            }
     finally:
         shutil.rmtree(work, ignore_errors=True)
     return record
@@ -230,6 +245,7 @@ def _params(given: dict[str, str]) -> dict[str, Any]:
         "tests": 1,
         "lines": 1,
         "campaigns": "all",
+        "full": 0,
     }
     unknown = sorted(set(given) - set(allowed))
     if unknown:
@@ -247,7 +263,7 @@ def _params(given: dict[str, str]) -> dict[str, Any]:
                 )
             out[key] = value
             continue
-        least = 0 if key in ("seed", "total_order", "judge", "tests", "lines") else 1
+        least = 0 if key in ("seed", "total_order", "judge", "tests", "lines", "full") else 1
         if not value.isdigit() or int(value) < least:
             raise ValueError(
                 f"bench power: {key}={value!r} is not allowed; expected an integer >= {least}"
@@ -280,6 +296,28 @@ def _unrun_report(found: list[tuple[Mutant, str, bool]], of: int) -> dict[str, A
             for m, w, called in found
         ],
     }
+
+
+def _stopped_vs_full(records: list[dict[str, Any]]) -> dict[str, Any]:
+    """For the verdicts also judged in full (``full=1``): whether the stopped judgement (``-x``
+    passes, ``--fail-fast``) gave the same verdict, and what each cost."""
+    out: dict[str, Any] = {}
+    for what in ("tests", "campaign"):
+        pairs = [
+            (r["mutant"], r[f"killed_by_{what}"], r[f"{what}_full"], r.get(f"{what}_s"))
+            for r in records
+            if f"{what}_full" in r and f"killed_by_{what}" in r
+        ]
+        if not pairs:
+            continue
+        out[what] = {
+            "judged_both_ways": len(pairs),
+            "same_verdict": sum(stopped == full["killed"] for _m, stopped, full, _s in pairs),
+            "differ": [m for m, stopped, full, _s in pairs if stopped != full["killed"]],
+            "stopped_s": round(sum(s or 0.0 for *_x, s in pairs), 1),
+            "full_s": round(sum(full["s"] for _m, _k, full, _s in pairs), 1),
+        }
+    return out
 
 
 def _rows(judged: list[dict[str, Any]]) -> dict[str, dict[str, int]]:
@@ -421,6 +459,7 @@ def run(**given: str) -> dict[str, Any]:
             if "killed_by_campaign" in r
         },
         "per_module": _rows(judged),
+        "stopped_vs_full": _stopped_vs_full(records),
         "records": records,
         "wall_s": round(time.perf_counter() - t0, 1),
         "judge_s_total": round(

@@ -9,14 +9,14 @@ Everything here decides a verdict, so the text of this module is part of both ve
 1. **Staging** (:func:`stage`): a fresh directory gets a copy of ``impl/`` with the one
    module changed, laid out as ``src/gapless/impl`` and put first on ``PYTHONPATH`` (the
    editable install supplies every other subpackage; Spark's Python workers inherit it).
-2. **The tests** (:func:`tests_kill`): the fast tiers (:data:`FAST_TIERS`) in two passes, both
+2. **The tests** (:func:`judge_tests`): the fast tiers (:data:`FAST_TIERS`) in two passes, both
    stopping at the first failure (``-x``): first the test files that import the mutated
    module, then the others, nearest in the import graph first (:func:`ordered_test_files`).
    Together they run every test file once, so the verdict (some test fails) is the full
    tiers'; the order and the stop only change how long a killed mutant takes. The
    Hypothesis profile ``mutation`` draws the ``ci`` profile's examples (``derandomize``,
    same count) and skips shrinking, which never changes whether a test fails.
-3. **The campaign** (:func:`campaign_kill`): the default demo campaign (``campaigns/demo.toml``,
+3. **The campaign** (:func:`judge_campaign`): the default demo campaign (``campaigns/demo.toml``,
    its seed and schedule count as shipped unless ``schedules`` is given), on Spark, no
    shrinking, ``--fail-fast``: killed when ``gapless fuzz`` exits non-zero — 1: a schedule
    failed, errored or timed out; anything else: the campaign could not run with the mutant
@@ -44,11 +44,12 @@ __all__ = [
     "DEMO",
     "FAST_TIERS",
     "ROOT",
-    "campaign_kill",
+    "import_distance",
+    "judge_campaign",
+    "judge_tests",
     "one_campaign",
     "ordered_test_files",
     "stage",
-    "tests_kill",
 ]
 
 ROOT: Final = Path(__file__).resolve().parents[1]
@@ -106,7 +107,7 @@ def ordered_test_files(module: str, root: Path = ROOT) -> tuple[list[str], list[
     ranked: list[tuple[float, int, str]] = []
     graph: dict[str, set[str]] = {}
     for t, tier in enumerate(FAST_TIERS):
-        for f in sorted((root / tier).rglob("test_*.py")):
+        for f in _tier_files(root / tier):
             d = import_distance(f, dotted, root, graph)
             ranked.append((float("inf") if d is None else d, t, str(f.relative_to(root))))
     ranked.sort()
@@ -130,16 +131,32 @@ def stage(mutant: Mutant, work: Path) -> dict[str, str]:
     return env
 
 
-def tests_kill(mutant: Mutant, env: dict[str, str], work: Path) -> dict[str, Any]:
+def judge_tests(
+    mutant: Mutant, env: dict[str, str], work: Path, stop: bool = True
+) -> dict[str, Any]:
     """``killed``: whether some fast test fails with the mutant staged in ``env``; ``by``: the
-    first failing test (pytest's node id), ``pass``: 1 or 2, which pass it failed in."""
-    base = [sys.executable, "-m", "pytest", "-x", "-q", "-p", "no:cacheprovider"]
-    base += ["--basetemp", str(work / "pytest")]
+    first failing test (pytest's node id), ``pass``: 1 or 2, which pass it failed in. With
+    ``stop`` off, the full judgement the stopped one stands for: one pytest run of every
+    file of the tiers in their own order, no ``-x`` (``failures``: how many tests failed)."""
+    base = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider"]
+    base += ["--basetemp", str(work / ("pytest" if stop else "pytest-full"))]
+    if not stop:
+        files = [str(f.relative_to(ROOT)) for t in FAST_TIERS for f in _tier_files(ROOT / t)]
+        done = subprocess.run(
+            [*base, *files], cwd=ROOT, env=env, capture_output=True, text=True, check=False
+        )
+        failed = _FAILED.findall(done.stdout)
+        return {
+            "killed": done.returncode != 0,
+            "by": failed[0] if failed else None,
+            "pass": None,
+            "failures": len(failed),
+        }
     for n, files in enumerate(ordered_test_files(mutant.module), start=1):
         if not files:
             continue
         done = subprocess.run(
-            [*base, *files], cwd=ROOT, env=env, capture_output=True, text=True, check=False
+            [*base, "-x", *files], cwd=ROOT, env=env, capture_output=True, text=True, check=False
         )
         if done.returncode != 0:
             failed = _FAILED.search(done.stdout)
@@ -147,21 +164,36 @@ def tests_kill(mutant: Mutant, env: dict[str, str], work: Path) -> dict[str, Any
     return {"killed": False, "by": None, "pass": None}
 
 
-def campaign_kill(env: dict[str, str], work: Path, params: dict[str, Any]) -> dict[str, Any]:
-    got = one_campaign(env, work, params, ())
+def _tier_files(tier: Path) -> list[Path]:
+    return sorted(tier.rglob("test_*.py"))
+
+
+def judge_campaign(
+    env: dict[str, str], work: Path, params: dict[str, Any], stop: bool = True
+) -> dict[str, Any]:
+    """The demo campaign's verdict on the mutant staged in ``env`` (see the module doc); with
+    ``stop`` off, the full judgement: every schedule, no ``--fail-fast``."""
+    got = one_campaign(env, work, params, (), stop)
     if not got["killed"] and got["exit"] == 0 and params["total_order"]:
         extra = ("--topology", "total-order", "--campaign-id", "demo-total-order")
-        more = one_campaign(env, work, {**params, "schedules": params["total_order"]}, extra)
+        total = {**params, "schedules": params["total_order"]}
+        more = one_campaign(env, work, total, extra, stop)
         got = {**more, "topology": "total-order"}
     return got
 
 
 def one_campaign(
-    env: dict[str, str], work: Path, params: dict[str, Any], extra: tuple[str, ...]
+    env: dict[str, str],
+    work: Path,
+    params: dict[str, Any],
+    extra: tuple[str, ...],
+    stop: bool = True,
 ) -> dict[str, Any]:
     gapless = Path(sys.executable).with_name("gapless")
-    cmd = [str(gapless), "fuzz", "--config", str(DEMO), "--out", str(work / "out")]
-    cmd += ["--no-shrink", "--fail-fast", "--json", "--master", str(params["master"]), *extra]
+    out = work / ("out" if stop else "out-full")
+    cmd = [str(gapless), "fuzz", "--config", str(DEMO), "--out", str(out), "--no-shrink"]
+    cmd += ["--json", "--master", str(params["master"]), *extra]
+    cmd += ["--fail-fast"] if stop else []
     if params["schedules"] is not None:
         cmd += ["--schedules", str(params["schedules"])]
     done = subprocess.run(cmd, cwd=work, env=env, capture_output=True, text=True, check=False)
