@@ -434,6 +434,16 @@ def run(**given: str) -> dict[str, Any]:
         "campaign_only": [
             r["mutant"] for r in judged if r.get("killed_by_campaign") and not r["killed_by_tests"]
         ],
+        # a kill by timed-out schedules alone: a hang the mutant causes, or a machine so
+        # loaded that a schedule overran timeout_s; a person should look (the diff says which)
+        "killed_by_timeouts_only": [
+            r["mutant"]
+            for r in judged
+            if r.get("killed_by_campaign")
+            and (r.get("campaign") or {}).get("timeouts")
+            and not (r.get("campaign") or {}).get("failed")
+            and not (r.get("campaign") or {}).get("errors")
+        ],
         "missed_by_campaign": [
             {"mutant": r["mutant"], "diff": r["diff"]}
             for r in judged

@@ -3,6 +3,7 @@ full one: the bench's ``full=1`` judges both ways and reports any difference (is
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
@@ -61,4 +62,28 @@ def test_real_mutants_get_the_same_verdict_stopped_and_in_full(ident: str) -> No
     assert record["killed_by_tests"] == record["tests_full"]["killed"]
     assert record["killed_by_campaign"] == record["campaign_full"]["killed"]
     report = power._stopped_vs_full([record])
+    print(json.dumps({"mutant": ident, **report}, sort_keys=True))  # the costs, with -rA
     assert report["tests"]["differ"] == report["campaign"]["differ"] == []
+
+
+def test_a_kill_by_timeouts_alone_is_named(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A schedule that overran ``timeout_s`` kills the mutant; on a loaded machine that can be
+    the machine, not the mutant, so the report names such kills for a person to look at."""
+    base = {"module": "impl/m.py", "diff": "d", "killed_by_tests": True}
+    records = [
+        {**base, "mutant": "hang", "killed_by_campaign": True, "campaign": {"timeouts": 7}},
+        {**base, "mutant": "seen", "killed_by_campaign": True, "campaign": {"failed": 1}},
+        {
+            **base,
+            "mutant": "both",
+            "killed_by_campaign": True,
+            "campaign": {"failed": 1, "timeouts": 2},
+        },
+    ]
+    monkeypatch.setattr(power, "run_modules", lambda: ["impl/m.py"])
+    monkeypatch.setattr(power, "sample", lambda *_a: [])
+    monkeypatch.setattr(power, "verdict_keys", lambda: {"tests": "t", "campaign": "c"})
+    monkeypatch.setattr(power, "run_lines", lambda *_a: {})
+    monkeypatch.setattr(power, "unrun", lambda *_a: [])
+    monkeypatch.setattr(power, "_judge_all", lambda *_a: records)
+    assert power.run(judge="0")["killed_by_timeouts_only"] == ["hang"]
