@@ -43,6 +43,7 @@ from gapless.benchmarks.power_keys import _named, module_file
 __all__ = [
     "DEMO",
     "FAST_TIERS",
+    "JUDGE_PYTEST",
     "ROOT",
     "import_distance",
     "judge_campaign",
@@ -55,6 +56,18 @@ __all__ = [
 ROOT: Final = Path(__file__).resolve().parents[1]
 DEMO: Final = ROOT / "campaigns" / "demo.toml"
 FAST_TIERS: Final = ("tests/laws", "tests/stateful", "tests/scenarios", "tests/unit")
+#: How the judge runs pytest: the fast tiers as ``make test`` runs them, without the tests
+#: marked ``long`` (one of them judges mutants in full: run inside a judge it would recurse).
+JUDGE_PYTEST: Final = (
+    sys.executable,
+    "-m",
+    "pytest",
+    "-q",
+    "-p",
+    "no:cacheprovider",
+    "-m",
+    "not long",
+)
 _FAILED: Final = re.compile(r"^(?:FAILED|ERROR) (\S+)", re.MULTILINE)
 
 
@@ -138,8 +151,7 @@ def judge_tests(
     first failing test (pytest's node id), ``pass``: 1 or 2, which pass it failed in. With
     ``stop`` off, the full judgement the stopped one stands for: one pytest run of every
     file of the tiers in their own order, no ``-x`` (``failures``: how many tests failed)."""
-    base = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider"]
-    base += ["--basetemp", str(work / ("pytest" if stop else "pytest-full"))]
+    base = [*JUDGE_PYTEST, "--basetemp", str(work / ("pytest" if stop else "pytest-full"))]
     if not stop:
         files = [str(f.relative_to(ROOT)) for t in FAST_TIERS for f in _tier_files(ROOT / t)]
         done = subprocess.run(

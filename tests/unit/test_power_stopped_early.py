@@ -87,3 +87,15 @@ def test_a_kill_by_timeouts_alone_is_named(monkeypatch: pytest.MonkeyPatch) -> N
     monkeypatch.setattr(power, "unrun", lambda *_a: [])
     monkeypatch.setattr(power, "_judge_all", lambda *_a: records)
     assert power.run(judge="0")["killed_by_timeouts_only"] == ["hang"]
+
+
+def test_the_judge_runs_the_fast_tiers_without_the_long_tests() -> None:
+    """The long test above sits in a fast tier and judges mutants in full: a judge that ran it
+    would start a judge inside itself, without end (seen: six nested full runs, power6)."""
+    from gapless.benchmarks.power_judge import JUDGE_PYTEST
+
+    assert list(JUDGE_PYTEST[-2:]) == ["-m", "not long"]
+    assert (
+        "tests/unit/test_power_stopped_early.py"
+        in power.ordered_test_files("impl/ticksets.py", ROOT)[1]
+    )
