@@ -95,7 +95,4 @@ def test_the_judge_runs_the_fast_tiers_without_the_long_tests() -> None:
     from gapless.benchmarks.power_judge import JUDGE_PYTEST
 
     assert list(JUDGE_PYTEST[-2:]) == ["-m", "not long"]
-    assert (
-        "tests/unit/test_power_stopped_early.py"
-        in power.ordered_test_files("impl/ticksets.py", ROOT)[1]
-    )
+    assert any(Path(__file__).is_relative_to(ROOT / tier) for tier in power.FAST_TIERS)
