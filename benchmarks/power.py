@@ -14,29 +14,42 @@ Theory of operation
    calls; the report's ``unrun_lines_mutants`` says how many of the uniform draw (every
    point, what earlier runs sampled) fell in such code, and in which functions: code to
    delete or to question, not misses of the campaign.
-3. **Who kills each.** For every mutant, a fresh directory gets a copy of ``impl/`` with the
-   one module changed, laid out as ``src/gapless/impl`` and put first on ``PYTHONPATH`` (the
-   editable install supplies every other subpackage; Spark's Python workers inherit the
-   path). Then, each in its own output directory:
-   - the fast test tiers (:data:`FAST_TIERS`): killed by the tests when pytest fails. They
-     run in two passes, both stopping at the first failure (``-x``): first the test files
-     that import the mutated module (the likeliest to fail), then the other files. The
-     verdict is the full tiers': the two passes together run every test file once, and the
-     Hypothesis profile ``mutation`` draws the ``ci`` profile's examples (``derandomize``,
-     same count) and only skips shrinking — which never changes whether a test fails;
-   - the default demo campaign (``campaigns/demo.toml``: its schedule count and seed as
-     shipped, on local Spark, no shrinking, ``--fail-fast``): killed by the campaign when
-     ``gapless fuzz`` exits 1 (some schedule failed, errored or timed out) or cannot run at
-     all with the mutant (any other non-zero exit: the topology no longer builds...).
-     Stopping at the first failing chunk cannot change that exit code, only how long a
-     killed mutant takes.
-4. **Resumable.** With ``out=DIR`` each mutant's verdicts are written to
-   ``DIR/<mutant digest>.json`` as soon as it is judged; a rerun reads them back. The tests
-   verdict is kept as long as the mutant is the same; the campaign verdict only while the
-   campaign is the same: :func:`campaign_digest` (the demo file and every source of the
-   code that generates, runs and judges its schedules — ``models``, ``invariants``,
-   ``spark_fuzz``, ``spec``) and the schedule counts match. So after a fix to the campaign, a
-   rerun re-judges the campaign verdicts only; the 60-mutant run can span sessions.
+3. **Who kills each** (:mod:`gapless.benchmarks.power_judge`). Every mutant is staged in a
+   fresh directory (a copy of ``impl/`` with the one module changed, first on
+   ``PYTHONPATH``) and judged, each in its own output directory, by
+   - the fast test tiers (:data:`FAST_TIERS`), in two ``-x`` passes (the test files that
+     import the mutated module first, then the others: every file once, so the verdict is
+     the full tiers'); the record names the first failing test (``tests_by``);
+   - the default demo campaign (its seed and schedule count as shipped, on Spark, no
+     shrinking, ``--fail-fast``): killed when ``gapless fuzz`` exits non-zero. A kill is a
+     kill however early the campaign stops; a survivor runs every schedule.
+4. **Resumable, and when a stored verdict still holds.** With ``out=DIR`` each mutant's
+   verdicts are written to ``DIR/<mutant digest>.json`` as soon as it is judged (the digest
+   is of the mutant's id and mutated source); a rerun reads them back and keeps a verdict
+   only while its key (:func:`verdict_keys`) is unchanged. A verdict is only valid for the
+   code that produced it, and the key is the digest of exactly the code that can produce
+   it, so narrowing it from "the whole repository" loses no soundness:
+
+   - both keys hold the unmutated ``impl/`` (every module; the staged copy runs all of
+     them) and the text of :mod:`gapless.benchmarks.power_judge` (the staging, the pytest
+     and ``gapless fuzz`` command lines, what counts as a kill);
+   - the tests key holds every file of the fast tiers and ``tests/conftest.py``, the
+     import closure of those files outside ``impl`` (import statements anywhere in a file,
+     and module names in strings handed to ``importlib``: the CLI's command table, which
+     the tests run as a subprocess), the data files of those folders and of
+     ``campaigns/``, ``pyproject.toml`` and the installed distributions' versions;
+   - the campaign key holds the import closure of ``gapless fuzz`` (the ``fuzz`` command's
+     module and the module Spark forks its workers from; the CLI entry's own text but not
+     its command table, since it imports only the command it runs), the demo TOML, the data
+     files of the closure's packages, the versions, and the schedule counts and master.
+
+   A file outside a closure is never imported by that judge, so it cannot change its
+   verdict (:mod:`gapless.benchmarks.power_keys`; a test checks the closure against the
+   modules a real campaign loads). What no longer discards verdicts: the bench's own
+   report code, a Z3 proof, the zoo, the plots, other benchmarks and CLI commands (the
+   campaign's), tests outside the fast tiers. What still does, rightly: any change to
+   ``impl/``, to the campaign runner (``spark_fuzz`` as imported, ``guided`` included: the
+   runner imports it), to an invariant or to the world model.
 5. **The figures.** ``campaign_power`` = killed by both / killed by the tests (the share of
    the bugs the tests find that the campaign finds too); ``equivalent_suspects`` are the
    mutants nobody killed, with their diff, for a person to judge; per-module rows; the wall
@@ -55,7 +68,10 @@ be re-judged after the code moved), ``tests`` (1; 0: judge the campaign verdicts
 to re-judge known misses after a change to the campaign), ``lines`` (1; 0: draw from every
 mutation point, the uniform sample of earlier runs), ``campaigns`` (``all``; ``killed``: judge
 the campaign only for the mutants the tests kill, which is all ``campaign_power`` needs;
-``none``: a tests-only pass, e.g. while the campaign code still changes).
+``none``: a tests-only pass, e.g. while the campaign code still changes), ``full`` (0; 1: also
+judge every verdict in full — every test file without ``-x``, every schedule without
+``--fail-fast`` — and report in ``stopped_vs_full`` whether the stopped judgement agreed and
+what each cost; the stored verdict is the stopped one).
 Mutants are judged in a seeded random order (so a partial run is a random subsample): the
 tests, then — if the tests kill it — the campaign; the campaigns of the mutants the tests
 do not kill (not part of ``campaign_power``) come last. The figures count only mutants with
@@ -67,7 +83,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 import random
 import shutil
 import subprocess
@@ -79,23 +94,27 @@ from pathlib import Path
 from typing import Any, Final
 
 from gapless.benchmarks._mutants import Mutant, mutant_named, sample, unrun
+from gapless.benchmarks.power_judge import (
+    FAST_TIERS,
+    ROOT,
+    judge_campaign,
+    judge_tests,
+    ordered_test_files,
+)
+from gapless.benchmarks.power_judge import stage as _stage
+from gapless.benchmarks.power_keys import campaign_key, impl_key, tests_key
 from gapless.benchmarks.power_lines import PER_SETUP, run_lines
 
 __all__ = [
     "FAST_TIERS",
     "TAKES_PARAMS",
-    "campaign_digest",
     "named_mutants",
     "ordered_test_files",
     "run",
     "run_modules",
+    "verdict_keys",
 ]
 
-ROOT: Final = Path(__file__).resolve().parents[1]
-DEMO: Final = ROOT / "campaigns" / "demo.toml"
-FAST_TIERS: Final = ("tests/laws", "tests/stateful", "tests/scenarios", "tests/unit")
-#: The code that generates, runs and judges a campaign's schedules (``impl`` is mutated).
-CAMPAIGN_CODE: Final = ("models", "invariants", "spark_fuzz", "spec")
 TARGET: Final = 0.9
 #: Whose campaigns are judged: every mutant's, those the tests kill (all ``campaign_power``
 #: needs), or none (a tests-only pass, e.g. while the campaign code is still changing).
@@ -138,95 +157,16 @@ def run_modules() -> list[str]:
     return sorted(mods)
 
 
-def campaign_digest(root: Path = ROOT) -> str:
-    """16 hex digits of sha256 over the demo campaign file and every source of
-    :data:`CAMPAIGN_CODE` under ``root``: a stored campaign verdict holds while it matches."""
-    h = hashlib.sha256((root / "campaigns" / "demo.toml").read_bytes())
-    for top in CAMPAIGN_CODE:
-        for f in sorted((root / top).rglob("*.py")):
-            h.update(str(f.relative_to(root)).encode() + b"\0" + f.read_bytes())
-    return h.hexdigest()[:16]
-
-
-def ordered_test_files(module: str, root: Path = ROOT) -> tuple[list[str], list[str]]:
-    """The test files of :data:`FAST_TIERS` under ``root`` split in two: those that name the
-    mutated ``module``'s import path (``gapless.impl.gd.pubend`` or ``from gapless.impl.gd
-    import pubend``), then all the others. Together they are every test file, once."""
-    dotted = "gapless." + module.removesuffix(".py").replace("/", ".")
-    package, _, leaf = dotted.rpartition(".")
-    names = (dotted, f"from {package} import {leaf}")
-    first: list[str] = []
-    rest: list[str] = []
-    for tier in FAST_TIERS:
-        for f in sorted((root / tier).rglob("test_*.py")):
-            text = f.read_text()
-            (first if any(n in text for n in names) else rest).append(str(f.relative_to(root)))
-    return first, rest
-
-
-def _stage(mutant: Mutant, work: Path) -> dict[str, str]:
-    """Lay out the mutated ``impl/`` under ``work/src/gapless/impl``; the environment to use."""
-    src = work / "src" / "gapless"
-    src.mkdir(parents=True)
-    ignore = shutil.ignore_patterns("__pycache__", "*.pyc")
-    shutil.copytree(ROOT / "impl", src / "impl", ignore=ignore)
-    (src / "impl" / Path(mutant.module).relative_to("impl")).write_text(mutant.source)
-    env = dict(os.environ)
-    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(work / "src"), env.get("PYTHONPATH")]))
-    env["HYPOTHESIS_PROFILE"] = "mutation"  # the ci profile's examples, no shrinking
-    env["HYPOTHESIS_STORAGE_DIRECTORY"] = str(work / "hypothesis")
-    env["PYTHONDONTWRITEBYTECODE"] = "1"
-    return env
-
-
-def _tests_kill(mutant: Mutant, env: dict[str, str], work: Path) -> bool:
-    base = [sys.executable, "-m", "pytest", "-x", "-q", "-p", "no:cacheprovider"]
-    base += ["--basetemp", str(work / "pytest")]
-    for files in ordered_test_files(mutant.module):
-        if not files:
-            continue
-        done = subprocess.run(
-            [*base, *files], cwd=ROOT, env=env, capture_output=True, text=True, check=False
-        )
-        if done.returncode != 0:
-            return True
-    return False
-
-
-def _campaign_kill(env: dict[str, str], work: Path, params: dict[str, Any]) -> dict[str, Any]:
-    got = _one_campaign(env, work, params, ())
-    if not got["killed"] and got["exit"] == 0 and params["total_order"]:
-        extra = ("--topology", "total-order", "--campaign-id", "demo-total-order")
-        more = _one_campaign(env, work, {**params, "schedules": params["total_order"]}, extra)
-        got = {**more, "topology": "total-order"}
-    return got
-
-
-def _one_campaign(
-    env: dict[str, str], work: Path, params: dict[str, Any], extra: tuple[str, ...]
-) -> dict[str, Any]:
-    gapless = Path(sys.executable).with_name("gapless")
-    cmd = [str(gapless), "fuzz", "--config", str(DEMO), "--out", str(work / "out")]
-    cmd += ["--no-shrink", "--fail-fast", "--json", "--master", str(params["master"]), *extra]
-    if params["schedules"] is not None:
-        cmd += ["--schedules", str(params["schedules"])]
-    done = subprocess.run(cmd, cwd=work, env=env, capture_output=True, text=True, check=False)
-    try:
-        summary = json.loads(done.stdout)
-    except json.JSONDecodeError:
-        summary = {}
+def verdict_keys(root: Path = ROOT) -> dict[str, str]:
+    """The keys a stored verdict is valid under (:mod:`gapless.benchmarks.power_keys`): each
+    the digest of what the judge loads (the tests and their imports; the campaign's import
+    closure, demo file and data), of the unmutated ``impl/`` and of the judging procedure
+    (:mod:`gapless.benchmarks.power_judge`), for the code under ``root``."""
+    judge = hashlib.sha256((root / "benchmarks" / "power_judge.py").read_bytes())
+    common = f"{impl_key(root)}:{judge.hexdigest()[:16]}"
     return {
-        # 1: a schedule failed; any other non-zero exit: the campaign could not run with the
-        # mutant (e.g. its topology no longer builds, a configuration error), which the
-        # unmutated code never does — the mutant is seen either way
-        "killed": done.returncode != 0,
-        "exit": done.returncode,
-        "failed": summary.get("failed"),
-        "errors": summary.get("errors"),
-        "timeouts": summary.get("timeouts"),
-        "by_invariant": summary.get("by_invariant"),
-        "schedules_run": summary.get("schedules_committed"),
-        "stderr_tail": done.stderr[-400:] if done.returncode not in (0, 1) else "",
+        "tests": f"{tests_key(root, FAST_TIERS)}:{common}",
+        "campaign": f"{campaign_key(root)}:{common}",
     }
 
 
@@ -266,12 +206,27 @@ def _judge(
         env = _stage(mutant, work)
         t0 = time.perf_counter()
         if what == "tests":
-            record = {**record, "killed_by_tests": _tests_kill(mutant, env, work)}
+            got = judge_tests(mutant, env, work)
+            record = {**record, "killed_by_tests": got["killed"], "tests_by": got["by"]}
+            record["tests_pass"] = got["pass"]
+            record["tests_key"] = params.get("tests_key")
         else:
-            got = _campaign_kill(env, work, params)
+            got = judge_campaign(env, work, params)
             record = {**record, "killed_by_campaign": got["killed"], "campaign": got}
             record["campaign_key"] = params["campaign_key"]
         record[f"{what}_s"] = round(time.perf_counter() - t0, 1)
+        if params.get("full"):
+            # the judgement the stopped one stands for, to show they agree (full=1)
+            t0 = time.perf_counter()
+            if what == "tests":
+                full = judge_tests(mutant, env, work, stop=False)
+            else:
+                full = judge_campaign(env, work, params, stop=False)
+            record[f"{what}_full"] = {
+                "killed": full["killed"],
+                "s": round(time.perf_counter() - t0, 1),
+                **{k: full.get(k) for k in ("by", "failures", "schedules_run", "by_invariant")},
+            }
     finally:
         shutil.rmtree(work, ignore_errors=True)
     return record
@@ -290,6 +245,7 @@ def _params(given: dict[str, str]) -> dict[str, Any]:
         "tests": 1,
         "lines": 1,
         "campaigns": "all",
+        "full": 0,
     }
     unknown = sorted(set(given) - set(allowed))
     if unknown:
@@ -307,7 +263,7 @@ def _params(given: dict[str, str]) -> dict[str, Any]:
                 )
             out[key] = value
             continue
-        least = 0 if key in ("seed", "total_order", "judge", "tests", "lines") else 1
+        least = 0 if key in ("seed", "total_order", "judge", "tests", "lines", "full") else 1
         if not value.isdigit() or int(value) < least:
             raise ValueError(
                 f"bench power: {key}={value!r} is not allowed; expected an integer >= {least}"
@@ -342,6 +298,28 @@ def _unrun_report(found: list[tuple[Mutant, str, bool]], of: int) -> dict[str, A
     }
 
 
+def _stopped_vs_full(records: list[dict[str, Any]]) -> dict[str, Any]:
+    """For the verdicts also judged in full (``full=1``): whether the stopped judgement (``-x``
+    passes, ``--fail-fast``) gave the same verdict, and what each cost."""
+    out: dict[str, Any] = {}
+    for what in ("tests", "campaign"):
+        pairs = [
+            (r["mutant"], r[f"killed_by_{what}"], r[f"{what}_full"], r.get(f"{what}_s"))
+            for r in records
+            if f"{what}_full" in r and f"killed_by_{what}" in r
+        ]
+        if not pairs:
+            continue
+        out[what] = {
+            "judged_both_ways": len(pairs),
+            "same_verdict": sum(stopped == full["killed"] for _m, stopped, full, _s in pairs),
+            "differ": [m for m, stopped, full, _s in pairs if stopped != full["killed"]],
+            "stopped_s": round(sum(s or 0.0 for *_x, s in pairs), 1),
+            "full_s": round(sum(full["s"] for _m, _k, full, _s in pairs), 1),
+        }
+    return out
+
+
 def _rows(judged: list[dict[str, Any]]) -> dict[str, dict[str, int]]:
     per: dict[str, Counter[str]] = {}
     for r in judged:
@@ -363,6 +341,8 @@ def _judge_all(
         records[i] = {**records[i], **base}
         if records[i].get("campaign_key") != params["campaign_key"]:
             records[i].pop("killed_by_campaign", None)
+        if records[i].get("tests_key") != params.get("tests_key"):
+            records[i].pop("killed_by_tests", None)
     if not params["judge"]:
         return records
     order = list(range(len(mutants)))
@@ -417,8 +397,10 @@ def run(**given: str) -> dict[str, Any]:
         mutants = sample(ROOT, modules, params["mutants"], params["seed"], ran)
     else:
         mutants = uniform
-    key = f"{campaign_digest()}:{params['schedules']}:{params['total_order']}:{params['master']}"
+    keys = verdict_keys()
+    key = f"{keys['campaign']}:{params['schedules']}:{params['total_order']}:{params['master']}"
     params["campaign_key"] = key
+    params["tests_key"] = keys["tests"]
     records = _judge_all(mutants, _Store(params["out"]), params)
     judged = [r for r in records if _complete(r, params["campaigns"])]
     by_tests = sum(r["killed_by_tests"] for r in judged)
@@ -434,6 +416,7 @@ def run(**given: str) -> dict[str, Any]:
         "schedules": params["schedules"] or "demo.toml's",
         "total_order_schedules": params["total_order"],
         "campaign_key": key,
+        "tests_key": keys["tests"],
         "modules": modules,
         "killed_by_tests": by_tests,
         "killed_by_campaign": by_campaign,
@@ -450,6 +433,16 @@ def run(**given: str) -> dict[str, Any]:
         "unrun_lines_mutants": _unrun_report(unrun(ROOT, uniform, ran), len(uniform)),
         "campaign_only": [
             r["mutant"] for r in judged if r.get("killed_by_campaign") and not r["killed_by_tests"]
+        ],
+        # a kill by timed-out schedules alone: a hang the mutant causes, or a machine so
+        # loaded that a schedule overran timeout_s; a person should look (the diff says which)
+        "killed_by_timeouts_only": [
+            r["mutant"]
+            for r in judged
+            if r.get("killed_by_campaign")
+            and (r.get("campaign") or {}).get("timeouts")
+            and not (r.get("campaign") or {}).get("failed")
+            and not (r.get("campaign") or {}).get("errors")
         ],
         "missed_by_campaign": [
             {"mutant": r["mutant"], "diff": r["diff"]}
@@ -476,6 +469,7 @@ def run(**given: str) -> dict[str, Any]:
             if "killed_by_campaign" in r
         },
         "per_module": _rows(judged),
+        "stopped_vs_full": _stopped_vs_full(records),
         "records": records,
         "wall_s": round(time.perf_counter() - t0, 1),
         "judge_s_total": round(

@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-import shutil
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from gapless.benchmarks import power
+from gapless.benchmarks import power, power_judge
 from gapless.benchmarks._mutants import Mutant
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -94,13 +93,19 @@ def test_the_two_test_passes_hold_every_fast_test_file_once() -> None:
     assert first  # some test file imports the pubend directly
 
 
-def test_the_campaign_digest_follows_the_demo_file(tmp_path: Path) -> None:
-    for top in ("campaigns", *power.CAMPAIGN_CODE):
-        shutil.copytree(ROOT / top, tmp_path / top, ignore=shutil.ignore_patterns("__pycache__"))
-    before = power.campaign_digest(tmp_path)
-    demo = tmp_path / "campaigns" / "demo.toml"
-    demo.write_text(demo.read_text().replace("schedules = 300", "schedules = 301"))
-    assert power.campaign_digest(tmp_path) != before
+def test_the_second_pass_runs_the_nearest_test_files_first() -> None:
+    """No test file imports ``impl/gd/routing.py`` itself; the roles that call it do, so their
+    tests run before the laws of the lattices (which the tiers' order put first: a routing
+    mutant took 191 s of tests on 35f4f7f)."""
+    first, rest = power.ordered_test_files("impl/gd/routing.py", ROOT)
+    assert first == []
+    dist = [power_judge.import_distance(ROOT / f, "gapless.impl.gd.routing") for f in rest]
+    known = [d for d in dist if d is not None]
+    assert known == sorted(known)
+    assert known[0] == 2
+    assert dist[: len(known)] == known  # files no import chain leads from come last
+    assert "tests/unit/test_gd_ib.py" in rest[:12]
+    assert not rest[0].startswith("tests/laws/")
 
 
 def test_only_names_any_mutation_point_and_refuses_unknown_ids() -> None:
@@ -138,7 +143,7 @@ def test_a_campaign_that_cannot_run_with_the_mutant_kills_it(
     params = power._params({})
     for code, killed in ((0, False), (1, True), (2, True)):
         monkeypatch.setattr(power.subprocess, "run", lambda *_a, c=code, **_k: Done(c))
-        got = power._one_campaign({}, tmp_path, params, ())
+        got = power_judge.one_campaign({}, tmp_path, params, ())
         assert got["killed"] is killed
         assert got["exit"] == code
 
@@ -150,7 +155,7 @@ def test_the_report_lists_every_campaign_verdict(monkeypatch: pytest.MonkeyPatch
     ]
     monkeypatch.setattr(power, "run_modules", lambda: ["impl/m0.py", "impl/m1.py"])
     monkeypatch.setattr(power, "sample", lambda *_a: _mutants()[:2])
-    monkeypatch.setattr(power, "campaign_digest", lambda: "x")
+    monkeypatch.setattr(power, "verdict_keys", lambda: {"tests": "t", "campaign": "c"})
     monkeypatch.setattr(power, "run_lines", lambda *_a: {})
     monkeypatch.setattr(power, "unrun", lambda *_a: [])
     monkeypatch.setattr(power, "_judge_all", lambda *_a: records)

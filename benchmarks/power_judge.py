@@ -1,0 +1,228 @@
+"""How ``gapless bench power`` judges one mutant: the procedure a stored verdict depends on.
+
+Theory of operation
+-------------------
+Everything here decides a verdict, so the text of this module is part of both verdict keys
+(:mod:`gapless.benchmarks.power_keys`); the bench's bookkeeping and report
+(:mod:`gapless.benchmarks.power`) are not, and change no verdict.
+
+1. **Staging** (:func:`stage`): a fresh directory gets a copy of ``impl/`` with the one
+   module changed, laid out as ``src/gapless/impl`` and put first on ``PYTHONPATH`` (the
+   editable install supplies every other subpackage; Spark's Python workers inherit it).
+2. **The tests** (:func:`judge_tests`): the fast tiers (:data:`FAST_TIERS`) in two passes, both
+   stopping at the first failure (``-x``): first the test files that import the mutated
+   module, then the others, nearest in the import graph first (:func:`ordered_test_files`).
+   Together they run every test file once, so the verdict (some test fails) is the full
+   tiers'; the order and the stop only change how long a killed mutant takes. The
+   Hypothesis profile ``mutation`` draws the ``ci`` profile's examples (``derandomize``,
+   same count) and skips shrinking, which never changes whether a test fails.
+3. **The campaign** (:func:`judge_campaign`): the default demo campaign (``campaigns/demo.toml``,
+   its seed and schedule count as shipped unless ``schedules`` is given), on Spark, no
+   shrinking, ``--fail-fast``: killed when ``gapless fuzz`` exits non-zero — 1: a schedule
+   failed, errored or timed out; anything else: the campaign could not run with the mutant
+   (its topology no longer builds...), which the unmutated code never does. Stopping at the
+   first chunk with a failing schedule cannot change that exit code, only how long a killed
+   mutant takes; a surviving mutant always runs every schedule.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+from collections import deque
+from pathlib import Path
+from typing import Any, Final
+
+from gapless.benchmarks._mutants import Mutant
+from gapless.benchmarks.power_keys import _named, module_file
+
+__all__ = [
+    "DEMO",
+    "FAST_TIERS",
+    "JUDGE_PYTEST",
+    "ROOT",
+    "import_distance",
+    "judge_campaign",
+    "judge_tests",
+    "one_campaign",
+    "ordered_test_files",
+    "stage",
+]
+
+ROOT: Final = Path(__file__).resolve().parents[1]
+DEMO: Final = ROOT / "campaigns" / "demo.toml"
+FAST_TIERS: Final = ("tests/laws", "tests/stateful", "tests/scenarios", "tests/unit")
+#: How the judge runs pytest: the fast tiers as ``make test`` runs them, without the tests
+#: marked ``long`` (one of them judges mutants in full: run inside a judge it would recurse).
+JUDGE_PYTEST: Final = (
+    sys.executable,
+    "-m",
+    "pytest",
+    "-q",
+    "-p",
+    "no:cacheprovider",
+    "-m",
+    "not long",
+)
+_FAILED: Final = re.compile(r"^(?:FAILED|ERROR) (\S+)", re.MULTILINE)
+
+
+def _with_packages(names: set[str]) -> set[str]:
+    """``names`` and their enclosing packages (importing a module runs their ``__init__``)."""
+    out = set(names)
+    for n in names:
+        parts = n.split(".")
+        out.update(".".join(parts[:i]) for i in range(2, len(parts)))
+    return out
+
+
+def import_distance(
+    test_file: Path, module: str, root: Path = ROOT, graph: dict[str, set[str]] | None = None
+) -> int | None:
+    """How many imports separate ``test_file`` from the gapless ``module`` (dotted name): 1
+    when the file imports it, 2 when it imports a module that does...; None when no chain
+    of import statements leads there (the file may still run it, e.g. in a subprocess).
+    ``graph`` caches each module's imports between calls."""
+    graph = {} if graph is None else graph
+
+    def deps(name: str) -> set[str]:
+        if name not in graph:
+            f = module_file(root, name)
+            graph[name] = _with_packages(_named(root, name, f.read_text(), False)) if f else set()
+        return graph[name]
+
+    start = _with_packages(_named(root, "tests." + test_file.stem, test_file.read_text(), False))
+    seen = dict.fromkeys(start, 1)
+    queue = deque(sorted(start))
+    while queue:
+        name = queue.popleft()
+        if name == module:
+            return seen[name]
+        for d in sorted(deps(name)):
+            if d not in seen:
+                seen[d] = seen[name] + 1
+                queue.append(d)
+    return None
+
+
+def ordered_test_files(module: str, root: Path = ROOT) -> tuple[list[str], list[str]]:
+    """The test files of :data:`FAST_TIERS` under ``root`` in two passes: those that import the
+    mutated ``module`` (``impl/...``), then all the others, nearest first by
+    :func:`import_distance` (a test of a role that calls the mutated helper before a law of
+    an unrelated lattice), ties in tier and name order, files no import chain leads from
+    last. Together they are every test file, once; the order changes only how soon a
+    killing test runs."""
+    dotted = "gapless." + module.removesuffix(".py").replace("/", ".").removesuffix(".__init__")
+    ranked: list[tuple[float, int, str]] = []
+    graph: dict[str, set[str]] = {}
+    for t, tier in enumerate(FAST_TIERS):
+        for f in _tier_files(root / tier):
+            d = import_distance(f, dotted, root, graph)
+            ranked.append((float("inf") if d is None else d, t, str(f.relative_to(root))))
+    ranked.sort()
+    first = [f for d, _t, f in ranked if d == 1]
+    rest = [f for d, _t, f in ranked if d != 1]
+    return first, rest
+
+
+def stage(mutant: Mutant, work: Path) -> dict[str, str]:
+    """Lay out the mutated ``impl/`` under ``work/src/gapless/impl``; the environment to use."""
+    src = work / "src" / "gapless"
+    src.mkdir(parents=True)
+    ignore = shutil.ignore_patterns("__pycache__", "*.pyc")
+    shutil.copytree(ROOT / "impl", src / "impl", ignore=ignore)
+    (src / "impl" / Path(mutant.module).relative_to("impl")).write_text(mutant.source)
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(work / "src"), env.get("PYTHONPATH")]))
+    env["HYPOTHESIS_PROFILE"] = "mutation"  # the ci profile's examples, no shrinking
+    env["HYPOTHESIS_STORAGE_DIRECTORY"] = str(work / "hypothesis")
+    env["PYTHONDONTWRITEBYTECODE"] = "1"
+    return env
+
+
+def judge_tests(
+    mutant: Mutant, env: dict[str, str], work: Path, stop: bool = True
+) -> dict[str, Any]:
+    """``killed``: whether some fast test fails with the mutant staged in ``env``; ``by``: the
+    first failing test (pytest's node id), ``pass``: 1 or 2, which pass it failed in. With
+    ``stop`` off, the full judgement the stopped one stands for: one pytest run of every
+    file of the tiers in their own order, no ``-x`` (``failures``: how many tests failed)."""
+    base = [*JUDGE_PYTEST, "--basetemp", str(work / ("pytest" if stop else "pytest-full"))]
+    if not stop:
+        files = [str(f.relative_to(ROOT)) for t in FAST_TIERS for f in _tier_files(ROOT / t)]
+        done = subprocess.run(
+            [*base, *files], cwd=ROOT, env=env, capture_output=True, text=True, check=False
+        )
+        failed = _FAILED.findall(done.stdout)
+        return {
+            "killed": done.returncode != 0,
+            "by": failed[0] if failed else None,
+            "pass": None,
+            "failures": len(failed),
+        }
+    for n, files in enumerate(ordered_test_files(mutant.module), start=1):
+        if not files:
+            continue
+        done = subprocess.run(
+            [*base, "-x", *files], cwd=ROOT, env=env, capture_output=True, text=True, check=False
+        )
+        if done.returncode != 0:
+            failed = _FAILED.search(done.stdout)
+            return {"killed": True, "by": failed.group(1) if failed else None, "pass": n}
+    return {"killed": False, "by": None, "pass": None}
+
+
+def _tier_files(tier: Path) -> list[Path]:
+    return sorted(tier.rglob("test_*.py"))
+
+
+def judge_campaign(
+    env: dict[str, str], work: Path, params: dict[str, Any], stop: bool = True
+) -> dict[str, Any]:
+    """The demo campaign's verdict on the mutant staged in ``env`` (see the module doc); with
+    ``stop`` off, the full judgement: every schedule, no ``--fail-fast``."""
+    got = one_campaign(env, work, params, (), stop)
+    if not got["killed"] and got["exit"] == 0 and params["total_order"]:
+        extra = ("--topology", "total-order", "--campaign-id", "demo-total-order")
+        total = {**params, "schedules": params["total_order"]}
+        more = one_campaign(env, work, total, extra, stop)
+        got = {**more, "topology": "total-order"}
+    return got
+
+
+def one_campaign(
+    env: dict[str, str],
+    work: Path,
+    params: dict[str, Any],
+    extra: tuple[str, ...],
+    stop: bool = True,
+) -> dict[str, Any]:
+    gapless = Path(sys.executable).with_name("gapless")
+    out = work / ("out" if stop else "out-full")
+    cmd = [str(gapless), "fuzz", "--config", str(DEMO), "--out", str(out), "--no-shrink"]
+    cmd += ["--json", "--master", str(params["master"]), *extra]
+    cmd += ["--fail-fast"] if stop else []
+    if params["schedules"] is not None:
+        cmd += ["--schedules", str(params["schedules"])]
+    done = subprocess.run(cmd, cwd=work, env=env, capture_output=True, text=True, check=False)
+    try:
+        summary = json.loads(done.stdout)
+    except json.JSONDecodeError:
+        summary = {}
+    return {
+        # 1: a schedule failed; any other non-zero exit: the campaign could not run with the
+        # mutant (e.g. its topology no longer builds, a configuration error), which the
+        # unmutated code never does — the mutant is seen either way
+        "killed": done.returncode != 0,
+        "exit": done.returncode,
+        "failed": summary.get("failed"),
+        "errors": summary.get("errors"),
+        "timeouts": summary.get("timeouts"),
+        "by_invariant": summary.get("by_invariant"),
+        "schedules_run": summary.get("schedules_committed"),
+        "stderr_tail": done.stderr[-400:] if done.returncode not in (0, 1) else "",
+    }
