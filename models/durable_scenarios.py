@@ -4,8 +4,11 @@ Theory of operation
 -------------------
 Each scenario is a run of the ``durable`` protocol on ``dur-line`` (one PHB with four pubends,
 one intermediate broker, one SHB), judged online by the four durable invariants, and read from
-its recorded trace by :func:`durable_figures` (the ``dur_*`` records the binding carries, read
-back by :func:`~gapless.invariants.durable.online.durable_record`):
+its trace (the ``dur_*`` records the binding carries, read back by
+:func:`~gapless.invariants.durable.online.durable_record`) — online, record by record, by
+:class:`DurableFold` (the scenarios' ``fold``: ``gapless simulate`` holds no trace unless
+``--trace`` asks for it), or from a recorded trace by :func:`durable_figures`; both give the
+same figures:
 
 * ``lost`` — matching events after the CT each subscriber started from, outside the ranges its
   gaps announced, never delivered; ``duplicates`` — event messages delivered twice;
