@@ -575,7 +575,7 @@ SCENARIOS: Final[dict[str, Scenario]] = {
             "dur-shb-crash",
             "40 subscribers; the SHB down 25 s; subscribers reconnect 10 s after its restart, "
             "once the constream caught up, and catch up together at the SHB's capacity "
-            "[DUR §5.3, Figure 7] (long: about 10 min of CPU)",
+            "[DUR §5.3, Figure 7] (long: 24 CPU min measured, about 1 GB)",
             _spec(240, subs=40, rate=200.0, drain_s=10),
             _crash_events(40),
         ),
