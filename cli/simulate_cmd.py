@@ -310,7 +310,7 @@ def simulate(
             raise SystemExit(2)
     require_writable("simulate", "--plot", plot)
     require_writable("simulate", "--trace", trace_file)
-    sc, outcome, m = run_scenario(name)
+    sc, outcome, m = run_scenario(name, keep_trace=trace_file is not None)
     if plot is not None:
         _draw_scenario(sc.plot, outcome, m, plot)
     if trace_file is not None:

@@ -155,7 +155,8 @@ class DurableConfig:
     ``older_ct_percent`` of reconnections present an older CT, and ``catchup_window``: a
     catchup stream's read/nack window in matched ticks (None: ``window``); ``ack_batch``:
     acknowledgements committed together, ``n`` at a time or at the SHB's timer (None: each
-    its own flush; ``ShbConfig.ack_batch`` [DUR §5.2]). ``power_loss``:
+    its own flush; ``ShbConfig.ack_batch`` [DUR §5.2]); ``consolidate``: the SHB consolidates
+    its catchup streams' nacks (``ShbConfig.consolidate``, on by default [DUR §5]). ``power_loss``:
     the SHBs' stores are log files on a simulated disk and a crash is a power loss
     (``power_seed`` varies its draws); ``store_ack_before_fsync`` plants the store bug
     "acknowledge before fsync" there (for its non-vacuity test; module doc)."""
@@ -170,6 +171,7 @@ class DurableConfig:
     older_ct_percent: int = 0
     catchup_window: int | None = None
     ack_batch: int | None = None
+    consolidate: bool = True
     power_loss: bool = False
     power_seed: int = 0
     store_ack_before_fsync: bool = False
@@ -389,6 +391,7 @@ class DurableBinding:
             policy=self.policy.shb,
             catchup_window=self.config.catchup_window,
             ack_batch=self.config.ack_batch,
+            consolidate=self.config.consolidate,
         )
 
     def handle(self, state: Any, inp: Any, now: int) -> tuple[Any, tuple[Any, ...]]:

@@ -4,8 +4,11 @@ Theory of operation
 -------------------
 Each scenario is a run of the ``durable`` protocol on ``dur-line`` (one PHB with four pubends,
 one intermediate broker, one SHB), judged online by the four durable invariants, and read from
-its recorded trace by :func:`durable_figures` (the ``dur_*`` records the binding carries, read
-back by :func:`~gapless.invariants.durable.online.durable_record`):
+its trace (the ``dur_*`` records the binding carries, read back by
+:func:`~gapless.invariants.durable.online.durable_record`) — online, record by record, by
+:class:`DurableFold` (the scenarios' ``fold``: ``gapless simulate`` holds no trace unless
+``--trace`` asks for it), or from a recorded trace by :func:`durable_figures`; both give the
+same figures:
 
 * ``lost`` — matching events after the CT each subscriber started from, outside the ranges its
   gaps announced, never delivered; ``duplicates`` — event messages delivered twice;
@@ -53,7 +56,8 @@ crash scenario) how long the constream took to catch up after the restart.
 from __future__ import annotations
 
 import itertools
-from typing import Any, Final
+from collections.abc import Iterable
+from typing import Any, Final, final
 
 import networkx as nx
 
@@ -71,6 +75,7 @@ __all__ = [
     "CAPACITY_TOPOLOGIES",
     "SCENARIOS",
     "SERVICE_US",
+    "DurableFold",
     "dur_line_capacity",
     "durable_figures",
     "durable_pass_marks",
@@ -120,13 +125,16 @@ def _slope(points: list[tuple[int, int]]) -> float | None:
 
 
 class _Reader:
-    """The facts of a durable trace the figures need (see the module doc)."""
+    """The facts of a durable trace the figures need (see the module doc), gathered one record
+    at a time (:meth:`add`): what the subscribers were delivered is kept per subscriber and
+    pubend as a set of ticks and a count, not as the records themselves."""
 
-    def __init__(self, trace: tuple[TraceRecord, ...]) -> None:
+    def __init__(self, trace: Iterable[TraceRecord] = ()) -> None:
         self.events: dict[str, dict[int, Any]] = {}
         self.start: dict[str, dict[str, int]] = {}
         self.filters: dict[str, str] = {}
-        self.delivered: dict[str, list[tuple[str, int]]] = {}
+        self.delivered: dict[str, dict[str, set[int]]] = {}
+        self.deliveries = 0
         self.gaps: dict[str, list[tuple[str, int, int, int]]] = {}
         self.acked: dict[str, dict[str, int]] = {}
         self.early: dict[str, list[tuple[int, int]]] = {}
@@ -135,9 +143,14 @@ class _Reader:
         self.connects: list[tuple[str, int, frozenset[str]]] = []
         self.switch: dict[str, list[int]] = {}
         for r in trace:
-            d = durable_record(r)
-            if d is not None:
-                self._add(d)
+            self.add(r)
+
+    def add(self, record: TraceRecord) -> TraceRecord | None:
+        """Read one record of the trace; the ``dur_*`` record it carried, if any."""
+        d = durable_record(record)
+        if d is not None:
+            self._add(d)
+        return d
 
     def _add(self, r: TraceRecord) -> None:
         k, d = r.kind, r.detail
@@ -158,7 +171,8 @@ class _Reader:
         elif k == "dur_message":
             m = d.message
             if type(m) is EventMessage:
-                self.delivered.setdefault(d.subscriber, []).append((m.pubend, m.t))
+                self.delivered.setdefault(d.subscriber, {}).setdefault(m.pubend, set()).add(m.t)
+                self.deliveries += 1
             elif type(m) is GapMessage:
                 acked = self.acked.get(d.subscriber, {}).get(m.pubend, -1)
                 self.gaps.setdefault(d.subscriber, []).append((m.pubend, m.t0, m.t, acked))
@@ -170,15 +184,20 @@ class _Reader:
         elif k == "dur_report" and r.node.startswith("shb"):
             self.reports.setdefault(d.pubend, []).append((r.time, d.released, d.delivered))
 
+    def distinct(self) -> int:
+        """Event messages delivered, each (subscriber, pubend, tick) counted once."""
+        return sum(len(ts) for per in self.delivered.values() for ts in per.values())
+
     def lost(self) -> int:
         n = 0
         for sub, start in self.start.items():
             flt = parse_filter(self.filters[sub])
-            got = set(self.delivered.get(sub, ()))
+            mine = self.delivered.get(sub, {})
             gaps = self.gaps.get(sub, ())
             for p, evs in self.events.items():
+                got = mine.get(p, set())
                 for t, a in evs.items():
-                    if t <= start.get(p, -1) or not flt.matches(a) or (p, t) in got:
+                    if t <= start.get(p, -1) or not flt.matches(a) or t in got:
                         continue
                     if any(g[0] == p and g[1] < t <= g[2] for g in gaps):
                         continue
@@ -222,10 +241,46 @@ def _gap_span(gaps: dict[str, list[tuple[str, int, int, int]]]) -> int:
 
 
 def durable_figures(scenario: Scenario, outcome: Any, brokers: tuple[str, ...]) -> dict[str, Any]:
-    """The figures of a durable scenario (see the module doc)."""
-    rd = _Reader(outcome.trace or ())
-    deliveries = sum(len(v) for v in rd.delivered.values())
-    distinct = sum(len(set(v)) for v in rd.delivered.values())
+    """The figures of a durable scenario (see the module doc), read from its recorded trace."""
+    return _figures(scenario, outcome, _Reader(outcome.trace or ()))
+
+
+@final
+class DurableFold:
+    """The figures of a durable scenario computed online [DUR §5]: fed every trace record as
+    the run emits it (:meth:`add`, the scenario's ``fold``, :func:`~gapless.models.runner.
+    run_scenario`), it keeps what the figures need (:class:`_Reader`: the published events'
+    attributes, per subscriber and pubend the ticks it was delivered, the gaps, the SHBs'
+    reports...) and, for ``--plot``, the few records :func:`report_series` and
+    :func:`run_marks` read (:meth:`kept`), so a long run need not hold its whole trace in
+    memory (``spec/durable.md`` section 10). :meth:`figures` equals :func:`durable_figures`
+    on the whole trace (``tests/durable/test_dur7_fold.py``)."""
+
+    def __init__(self) -> None:
+        self.reader = _Reader()
+        self._kept: list[TraceRecord] = []
+
+    def add(self, record: TraceRecord) -> None:
+        """Read one record as the run emits it."""
+        d = self.reader.add(record)
+        if d is not None:
+            if d.kind == "dur_switchover" or (d.kind == "dur_report" and d.node.startswith("shb")):
+                self._kept.append(record)
+        elif record.kind == "fault" or (record.kind == "connect" and record.detail.connection > 0):
+            self._kept.append(record)
+
+    def kept(self) -> tuple[TraceRecord, ...]:
+        """The records ``--plot`` reads, in trace order."""
+        return tuple(self._kept)
+
+    def figures(self, scenario: Scenario, outcome: Any, brokers: tuple[str, ...]) -> dict[str, Any]:
+        """The scenario's figures from what was folded (as :func:`durable_figures`)."""
+        return _figures(scenario, outcome, self.reader)
+
+
+def _figures(scenario: Scenario, outcome: Any, rd: _Reader) -> dict[str, Any]:
+    deliveries = rd.deliveries
+    distinct = rd.distinct()
     cu = rd.catchups()
     ld = [_slope([(t, d) for t, _r, d in pts]) for pts in rd.reports.values()]
     rl = [_slope([(t, r) for t, r, _d in pts if r >= 0]) for pts in rd.reports.values()]
@@ -338,20 +393,22 @@ def _crash_figures(rd: _Reader, down: int, up: int, back: int) -> dict[str, Any]
     }
 
 
-def report_series(trace: tuple[TraceRecord, ...]) -> dict[str, list[tuple[int, int, int]]]:
+def report_series(trace: Iterable[TraceRecord]) -> dict[str, list[tuple[int, int, int]]]:
     """Per pubend, the SHBs' release reports ``(time µs, released(p), latestDelivered(p))``
     in trace order (what ``--plot`` draws)."""
     return _Reader(trace).reports
 
 
-def run_marks(trace: tuple[TraceRecord, ...]) -> dict[str, Any]:
+def run_marks(trace: Iterable[TraceRecord]) -> dict[str, Any]:
     """What ``--plot`` marks, in seconds: ``shb_down`` (start, end) per SHB crash,
     ``reconnect`` (the times at which subscribers reconnected after a crash or a
     disconnection, at most one per second), ``catchup_done`` (the last switchover)."""
     down: list[tuple[float, float]] = []
     start: dict[str, float] = {}
     back: list[float] = []
+    rd = _Reader()
     for r in trace:
+        rd.add(r)
         if r.kind == "fault" and r.detail.kind == "crash" and r.node.startswith("shb"):
             if r.detail.phase == "start":
                 start[r.detail.target] = r.time / _S
@@ -361,7 +418,7 @@ def run_marks(trace: tuple[TraceRecord, ...]) -> dict[str, Any]:
             t = r.time / _S
             if not back or t - back[-1] >= 1.0:
                 back.append(t)
-    switch = [t for ts in _Reader(trace).switch.values() for t in ts]
+    switch = [t for ts in rd.switch.values() for t in ts]
     return {
         "shb_down": down,
         "reconnect": back,
@@ -471,6 +528,7 @@ def _scenario(
         figures=durable_figures,
         pass_marks=durable_pass_marks,
         plot="durable",
+        fold=DurableFold,
     )
 
 
@@ -517,7 +575,7 @@ SCENARIOS: Final[dict[str, Scenario]] = {
             "dur-shb-crash",
             "40 subscribers; the SHB down 25 s; subscribers reconnect 10 s after its restart, "
             "once the constream caught up, and catch up together at the SHB's capacity "
-            "[DUR §5.3, Figure 7] (long: about 10 min of CPU)",
+            "[DUR §5.3, Figure 7] (long: 24 CPU min measured, about 1 GB)",
             _spec(240, subs=40, rate=200.0, drain_s=10),
             _crash_events(40),
         ),

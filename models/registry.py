@@ -60,7 +60,10 @@ class Scenario:
     :class:`~gapless.models.runspec.RunSpec`), its fault events, the broker it crashes, and
     how to read it: ``figures(scenario, outcome, brokers) -> dict`` computes the JSON figures
     from the recorded trace, ``pass_marks(name, figures) -> {claim: holds}`` applies the
-    paper's claims to them."""
+    paper's claims to them. ``fold`` (optional) makes an object that computes the figures
+    online instead: :func:`~gapless.models.runner.run_scenario` feeds it every record as the
+    run emits it (``add(record)``) and asks it for ``figures(scenario, outcome, brokers)``,
+    and for the few records a plot reads (``kept()``), so the run need not hold its trace."""
 
     name: str
     protocol: str
@@ -71,6 +74,7 @@ class Scenario:
     pass_marks: Callable[[str, dict[str, Any]], dict[str, bool]]
     crashed: str | None = None
     plot: str = "timeline"
+    fold: Callable[[], Any] | None = None
 
     @property
     def schedule(self) -> FaultSchedule:

@@ -29,7 +29,8 @@ Public API (stable; campaigns in ``gapless.spark_fuzz`` are built on it)
   :func:`clip_schedule`), :func:`with_max_messages` (a shorter workload).
 * Serialisation: :func:`spec_to_dict` / :func:`spec_from_dict` (validated against the
   registry, clear messages), :func:`outcome_to_dict` (JSON-ready summary without the trace).
-* :func:`run_scenario` — a registered scenario, run with its trace recorded and read.
+* :func:`run_scenario` — a registered scenario, run with its trace recorded and read, or its
+  figures folded online (``Scenario.fold``) without holding the trace.
 
 Caller misuse (a spec naming something unknown) raises
 :class:`~gapless.models.runspec.RunSpecError` before any work; anything a role raises
@@ -44,7 +45,7 @@ from typing import Any
 import attrs
 
 from gapless.impl.errors import GaplessError
-from gapless.impl.trace import Counters
+from gapless.impl.trace import Counters, TraceRecord
 from gapless.models.faults import (
     FaultSchedule,
     Targets,
@@ -53,7 +54,7 @@ from gapless.models.faults import (
 )
 from gapless.models.protocols import PROTOCOLS, protocol, scenario
 from gapless.models.registry import Scenario
-from gapless.models.run import simulate, validate_spec
+from gapless.models.run import Run, simulate, validate_spec
 from gapless.models.runspec import (
     VERDICTS,
     RunOutcome,
@@ -181,13 +182,39 @@ def run(
         return _error_outcome(exc)
 
 
-def run_scenario(name: str) -> tuple[Scenario, RunOutcome, dict[str, Any]]:
-    """Run the registered scenario ``name`` with its trace recorded; returns it, the outcome
-    and its figures (with ``pass_marks`` and ``pass``)."""
+def run_scenario(
+    name: str, *, keep_trace: bool = True
+) -> tuple[Scenario, RunOutcome, dict[str, Any]]:
+    """Run the registered scenario ``name``; returns it, the outcome and its figures (with
+    ``pass_marks`` and ``pass``). A scenario with a ``fold`` has its figures computed online
+    (the fold sees every record as the run emits it); then without ``keep_trace`` the run
+    holds no trace, and the outcome's ``trace`` is only what the fold kept for a plot
+    (``fold.kept()``). Otherwise the whole trace is recorded and read."""
     sc = scenario(name)
-    outcome = simulate(sc.spec, sc.schedule, 0, record_trace=True)
     graph = protocol(sc.protocol).topology(sc.spec.topology)
-    m = sc.figures(sc, outcome, brokers(graph))
+    if sc.fold is None:
+        outcome = simulate(sc.spec, sc.schedule, 0, record_trace=True)
+        m = sc.figures(sc, outcome, brokers(graph))
+    else:
+        fold = sc.fold()
+        run = Run(sc.spec, sc.schedule, 0, record_trace=keep_trace)
+        judge = run.world.observer
+        if judge is not None:  # online: the fold reads each record beside the checker
+
+            def observe(r: TraceRecord) -> bool:
+                fold.add(r)
+                stop: bool = judge(r)
+                return stop
+
+            run.world.observer = observe
+        run.world.run(duration_us=sc.spec.duration_us, drain_us=sc.spec.drain_us)
+        outcome = run.outcome()
+        if judge is None:  # offline: the world recorded every record
+            for r in run.world.records:
+                fold.add(r)
+        m = fold.figures(sc, outcome, brokers(graph))
+        if not keep_trace:
+            outcome = attrs.evolve(outcome, trace=fold.kept())
     m["pass_marks"] = sc.pass_marks(name, m)
     m["pass"] = all(m["pass_marks"].values())
     return sc, outcome, m

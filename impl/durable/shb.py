@@ -142,7 +142,7 @@ from gapless.impl.filters import FilterIndex, FilterSyntaxError, parse_filter
 from gapless.impl.gd.messages import Knowledge, Nack
 from gapless.impl.inputs import Connect, Disconnect
 from gapless.impl.knowledge import D, L, S
-from gapless.impl.streams import KnowledgeStream
+from gapless.impl.streams import CuriosityStream, KnowledgeStream
 
 __all__ = [
     "Ack",
@@ -541,7 +541,8 @@ def on_lost(state: ShbState, msg: Lost, now: int) -> tuple[ShbState, Effects]:
 
 def on_tick(state: ShbState, inp: Tick, now: int) -> tuple[ShbState, Effects]:
     """Report ``(released(p), latestDelivered(p))`` upstream; nack the first hole above
-    latestDelivered (the constream's doubt); let every catchup stream ask again. With
+    latestDelivered (the constream's doubt); forget the istream's curiosity and let every
+    catchup stream ask again (consolidated: one nack per tick, ``ShbConfig.consolidate``). With
     ``sync_every``, first deliver what the constream held back (a sync point); with
     ``ack_batch``, first commit the waiting acknowledgements."""
     effects: list[Any] = []
@@ -555,7 +556,9 @@ def on_tick(state: ShbState, inp: Tick, now: int) -> tuple[ShbState, Effects]:
     for p in state.config.pubends:  # in configured order: a hash map's order would make
         view = state.views[p]  # the effects depend on PYTHONHASHSEED
         rel, rep = shb_send_report(view.release)
-        views = views.set(p, attrs.evolve(view, release=rel))
+        # the istream forgets its curiosity: every catchup stream asks again below, and a
+        # tick already asked is asked once more, not once per stream [GD §3.1, DUR §5]
+        views = views.set(p, attrs.evolve(view, release=rel, curious=CuriosityStream()))
         effects.append(Send(to=state.config.upstream, msg=rep))
         effects.append(Emit(kind="dur_report", detail=rep))
         effects.extend(_constream_nack(state, p))

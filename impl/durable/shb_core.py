@@ -7,11 +7,13 @@ knowledge no stream needs (:func:`forget`) and chopping the PFS when ``released(
 
 from __future__ import annotations
 
+from bisect import bisect_right
 from typing import Any, Final, final
 
 import attrs
 from pyrsistent import PMap, PSet, pmap, pset
 
+from gapless.impl.curiosity import C, N
 from gapless.impl.durable.bigmap import ShardedMap, sharded
 from gapless.impl.durable.catchup import catchup_step
 from gapless.impl.durable.messages import EventMessage
@@ -24,7 +26,8 @@ from gapless.impl.effects import Rejected, Send
 from gapless.impl.errors import ProtocolMisuse
 from gapless.impl.filters import Filter, FilterIndex
 from gapless.impl.gd.messages import Data, Nack
-from gapless.impl.streams import KnowledgeStream
+from gapless.impl.knowledge import Kind
+from gapless.impl.streams import CuriosityStream, KnowledgeStream
 
 __all__ = [
     "NEVER",
@@ -85,7 +88,12 @@ class ShbConfig:
     each acknowledgement is put and committed in a flush of its own; ``n``, acknowledgements
     wait and are committed together, one transaction, once ``n`` wait or at the timer —
     ``released(s, p)`` (and in ack mode ``SHB`` the kept CT) rises only then [DUR §5.2: each
-    thread "batched all the waiting requests into one database transaction"]."""
+    thread "batched all the waiting requests into one database transaction"];
+    ``consolidate``: catchup streams' nacks are consolidated in the istream's curiosity
+    (:class:`PubendView` ``curious``): a tick some stream already nacked since the last timer
+    is not nacked again [DUR §4, §5: "little overhead on the PHB during catchup due to nack
+    consolidation"]; False, each stream nacks for itself (the behaviour before; kept to
+    measure what consolidation saves)."""
 
     shb: str
     upstream: str
@@ -96,6 +104,7 @@ class ShbConfig:
     sync_every: int | None = None
     catchup_window: int | None = None
     ack_batch: int | None = None
+    consolidate: bool = True
 
     def __attrs_post_init__(self) -> None:
         if not self.pubends or len(set(self.pubends)) != len(self.pubends):
@@ -165,6 +174,10 @@ class PubendView:
     pfs: PfsStream
     held: int = 0
     held_upto: int = -1
+    #: the istream's curiosity [DUR §4, Figure 1: "consolidated nacks from downstream"]: C
+    #: where a catchup stream nacked upstream since the SHB's last timer (which forgets it,
+    #: so a lost nack or answer is asked again, as GD's istream forgets C [GD §3.1])
+    curious: CuriosityStream = attrs.field(factory=CuriosityStream)
 
     def released(self) -> int:
         """``released(p)`` [DUR §4.1]: kept by ``release`` (its minimum over the active
@@ -361,7 +374,7 @@ def constream(state: ShbState, p: str, *, force: bool = False) -> tuple[ShbState
             t0 = data.tick
     state = attrs.evolve(state, views=state.views.set(p, view))
     state, chop = release_moved(state, p, before)
-    state, more = catchups(state, p)
+    state, more = catchups(state, p, moved=True)
     return forget(state, p), (*effects, *chop, *more)
 
 
@@ -387,13 +400,31 @@ def step_catchup(state: ShbState, name: str, p: str) -> tuple[ShbState, Effects]
         buffer=sess.reads.get(p, ()),
     )
     effects: list[Any] = [deliver(state, name, m) for m in step.messages]
+    nacks = step.nacks
+    if nacks and state.config.consolidate:
+        cur = view.curious
+        nacks = tuple(r for a, b in nacks for r in _not_curious(cur, a, b))
+        for a, b in nacks:
+            cur = cur.accumulate(a, b, C)
+        if nacks:
+            view = attrs.evolve(view, curious=cur)
+            state = attrs.evolve(state, views=state.views.set(p, view))
     effects.extend(
         Send(to=state.config.upstream, msg=Nack(pubend=p, start=a, end=b, retransmission=True))
-        for a, b in step.nacks
+        for a, b in nacks
     )
+    switch = step.position >= state.config.policy.switchover_at(ld)
+    if (
+        not effects
+        and not switch
+        and step.asked == sess.catchup[p]
+        and step.position == sess.position.get(p, -1)
+        and step.buffer is sess.reads.get(p, ())
+    ):
+        return state, ()  # nothing moved, nothing asked, the same read buffer
     catchup = sess.catchup.set(p, step.asked)
     reads = sess.reads.set(p, step.buffer) if step.buffer else sess.reads.discard(p)
-    if step.position >= state.config.policy.switchover_at(ld):
+    if switch:
         catchup = catchup.remove(p)
         reads = reads.discard(p)
         effects.append(Emit(kind="dur_switchover", detail=DurSwitchover(subscriber=name, pubend=p)))
@@ -406,11 +437,74 @@ def step_catchup(state: ShbState, name: str, p: str) -> tuple[ShbState, Effects]
     return state, tuple(effects)
 
 
-def catchups(state: ShbState, p: str) -> tuple[ShbState, Effects]:
-    """Step every catchup stream of pubend ``p``."""
+def _not_curious(cur: CuriosityStream, a: int, b: int) -> tuple[tuple[int, int], ...]:
+    """The parts of ``[a, b]`` no stream has nacked since the last timer (N in ``cur``), as
+    inclusive ranges in order: what a consolidated nack still has to ask upstream."""
+    out: list[tuple[int, int]] = []
+    if b - a < 256:  # catchup nacks are a window of matched ticks: look each one up
+        for t in range(a, b + 1):
+            if cur.value_at(t) is N:
+                if out and out[-1][1] + 1 == t:
+                    out[-1] = (out[-1][0], t)
+                else:
+                    out.append((t, t))
+        return tuple(out)
+    t = a
+    for run in cur.runs():
+        if run.end < t:
+            continue
+        if run.start > b:
+            break
+        if run.start > t:
+            out.append((t, run.start - 1))
+        if run.value is N:
+            lo, hi = max(t, run.start), min(b, run.end)
+            if out and out[-1][1] + 1 == lo:
+                out[-1] = (out[-1][0], hi)
+            else:
+                out.append((lo, hi))
+        t = run.end + 1
+    if t <= b:
+        if out and out[-1][1] + 1 == t:
+            out[-1] = (out[-1][0], b)
+        else:
+            out.append((t, b))
+    return tuple(out)
+
+
+def _waiting(state: ShbState, name: str, sess: Session, p: str, moved: bool) -> bool:
+    """Whether stepping ``name``'s catchup stream for ``p`` would change nothing, so
+    :func:`catchups` may leave it (the same trace: ``tests/durable/test_dur7_consolidation.py``).
+    It waits for an answer it asked for: held at the tick after its position, that tick
+    still Q here, and already nacked; and a step would ask nothing new:
+
+    * reading the PFS, a step stops at that tick and asks the matched ticks still Q among
+      the first ``window`` after its position, so nothing new only if all of those are at or
+      below what it asked (counted in its read buffer, which holds every matched tick it
+      read; knowledge only ever fills Q ticks);
+    * refiltering (chopped ticks, or a subscriber that moved here), a step asks from that
+      tick up to at most ``window`` ticks and ``latestDelivered(p)``: nothing new unless
+      latestDelivered(p) ``moved``."""
+    pos = sess.position.get(p, -1)
+    asked = sess.catchup[p]
+    view = state.views[p]
+    if asked <= pos or view.knowledge.value_at(pos + 1).kind is not Kind.Q:
+        return False
+    if view.pfs.chopped_through > pos or state.subs[name].refilter_upto.get(p, -1) > pos:
+        return not moved
+    buf = sess.reads.get(p, ())
+    i = bisect_right(buf, pos)
+    window = state.config.catchup_window or state.config.window
+    return i < len(buf) and buf[i] == pos + 1 and bisect_right(buf, asked) - i >= window
+
+
+def catchups(state: ShbState, p: str, *, moved: bool = False) -> tuple[ShbState, Effects]:
+    """Step every catchup stream of pubend ``p`` that may move (not :func:`_waiting`);
+    ``moved``: latestDelivered(p) has just advanced."""
     out: list[Any] = []
     for name in sorted(state.catching):
-        if p in state.sessions[name].catchup:
+        sess = state.sessions[name]
+        if p in sess.catchup and not _waiting(state, name, sess, p, moved):
             state, fx = step_catchup(state, name, p)
             out.extend(fx)
     return state, tuple(out)
