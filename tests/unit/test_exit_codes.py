@@ -125,7 +125,7 @@ def test_help_and_readme_document_every_exit_code() -> None:
 
 
 def _scenario_result(passed: bool) -> Callable[..., Any]:
-    def run(name: str) -> Any:
+    def run(name: str, *, keep_trace: bool = True) -> Any:
         from types import SimpleNamespace
 
         metrics = {
