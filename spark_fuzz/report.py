@@ -194,30 +194,38 @@ def never_exercised(coverage: Counter[str]) -> list[str]:
     return [t for t in lattice_transitions() if not coverage.get(t)]
 
 
-def _coverage_plot(plt: Any, coverage: Counter[str], never: list[str], what: str) -> None:
-    """Exercised transitions as bars (log scale); the allowed ones never exercised listed
-    below them, greyed and marked "never exercised" (no bar: zero has no place on a log
-    axis)."""
-    labels = sorted(coverage)
-    _fig, ax = plt.subplots(figsize=(7, max(3.0, 0.22 * (len(labels) + len(never)) + 1.6)))
-    if labels:
-        ax.barh(range(len(labels)), [coverage[t] for t in labels], color="#30638e")
+def _bars_and_never(
+    plt: Any, counts: list[tuple[str, int]], never: list[str], mark: str, row: float
+) -> Any:
+    """Horizontal bars of ``counts`` (log scale), then the ``never`` labels below them, greyed
+    and marked ``mark`` (no bar: zero has no place on a log axis). Returns the axes."""
+    n = len(counts) + len(never)
+    _fig, ax = plt.subplots(figsize=(7.5, max(3.0, row * n + 1.8)))
+    if counts:
+        ax.barh(range(len(counts)), [c for _t, c in counts], color="#30638e")
         ax.set_xscale("log")
-    at = range(len(labels), len(labels) + len(never))
-    for y in at:
+    for y in range(len(counts), n):
         ax.text(
             0.01,
             y,
-            "never exercised",
+            mark,
             color="#888888",
             fontsize=7,
             va="center",
             transform=ax.get_yaxis_transform(),
         )
-    ax.set_yticks(list(range(len(labels) + len(never))), [*labels, *never])
-    for tick in ax.get_yticklabels()[len(labels) :]:
+    ax.set_yticks(list(range(n)), [*(t for t, _c in counts), *never])
+    for tick in ax.get_yticklabels()[len(counts) :]:
         tick.set_color("#888888")
-    ax.set_ylim(len(labels) + len(never) - 0.5, -0.5)
+    ax.set_ylim(n - 0.5, -0.5)
+    return ax
+
+
+def _coverage_plot(plt: Any, coverage: Counter[str], never: list[str], what: str) -> None:
+    """Exercised lattice transitions as bars (log scale); the allowed ones never exercised
+    listed below them, greyed and marked "never exercised"."""
+    counts = [(t, coverage[t]) for t in sorted(coverage)]
+    ax = _bars_and_never(plt, counts, never, "never exercised", 0.22)
     ax.set_xlabel("times exercised (count, log scale)")
     allowed = len(lattice_transitions())
     ax.set_title(
@@ -237,29 +245,12 @@ def _roles_coverage_plot(
     allows more transitions than the roles take (``K:D->E`` is an error, ``K:L->D`` never
     happens): those are named in the page, not drawn here, so the plot's "N of M" is the
     figure the fuzz summary reports."""
-    reached = [t for t in universe if coverage.get(t)]
+    counts = [(t, coverage[t]) for t in universe if coverage.get(t)]
     never = [t for t in universe if not coverage.get(t)]
-    _fig, ax = plt.subplots(figsize=(7.5, max(3.0, 0.2 * len(universe) + 1.8)))
-    if reached:
-        ax.barh(range(len(reached)), [coverage[t] for t in reached], color="#30638e")
-        ax.set_xscale("log")
-    for y in range(len(reached), len(universe)):
-        ax.text(
-            0.01,
-            y,
-            "never reached",
-            color="#888888",
-            fontsize=7,
-            va="center",
-            transform=ax.get_yaxis_transform(),
-        )
-    ax.set_yticks(list(range(len(universe))), [*reached, *never])
-    for tick in ax.get_yticklabels()[len(reached) :]:
-        tick.set_color("#888888")
-    ax.set_ylim(len(universe) - 0.5, -0.5)
+    ax = _bars_and_never(plt, counts, never, "never reached", 0.2)
     ax.set_xlabel("times taken, summed over schedules (count, log scale)")
     ax.set_title(
-        f"transitions the roles can take: {len(reached)} of {len(universe)} reached\n"
+        f"transitions the roles can take: {len(counts)} of {len(universe)} reached\n"
         f"(R: a dispatch rule that changed a role's state; K:/C: a knowledge or curiosity "
         f"transition)\n{what}",
         fontsize=8,
