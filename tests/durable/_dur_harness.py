@@ -13,13 +13,17 @@ carrying out an SHB's effects.
   :class:`~gapless.models.durable_store.MemoryStore` (which refuses a wrong order),
   ``Rejected`` returned;
 * :func:`expected_events` — what exactly-once promises a connection: the matching events
-  after the CT it presented, minus the ranges its gaps announced.
+  after the CT it presented, minus the ranges its gaps announced;
+* :func:`small_shb_crash` — ``dur-shb-crash`` cut to a few seconds (Figure 7's shape on a
+  budget: ``test_dur4a_figure7.py``, ``test_dur7_fold.py``).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
+
+import attrs
 
 from gapless.impl.durable import release as rl
 from gapless.impl.durable.messages import EventMessage, GapMessage
@@ -45,6 +49,9 @@ from gapless.invariants.checker import Checker
 from gapless.invariants.durable import PLUGINS
 from gapless.invariants.plugin import CheckContext
 from gapless.models.durable_store import MemoryStore
+from gapless.models.faults import FaultEvent
+from gapless.models.protocols import scenario
+from gapless.models.registry import Scenario
 
 __all__ = [
     "STORAGE",
@@ -228,3 +235,29 @@ def expected_events(
     ]
     got = [m.t for m in msgs if isinstance(m, EventMessage)]
     return got, want
+
+
+def small_shb_crash() -> Scenario:
+    """``dur-shb-crash`` made small [DUR §5.1, Figure 7]: 2 subscribers, 20 events/s per
+    pubend, 8 s, the SHB down from 2 s to 4 s and both subscribers away from just before the
+    crash until 5 s."""
+    sc = scenario("dur-shb-crash")
+    s = 1_000_000
+    spec = attrs.evolve(
+        sc.spec,
+        workload=attrs.evolve(sc.spec.workload, subscribers_per_shb=2, rate_per_pubend=20.0),
+        duration_us=8 * s,
+        drain_us=2 * s,
+    )
+    crash = FaultEvent(kind="crash", at_us=2 * s, duration_us=2 * s, target="shb1", stream=0)
+    away = tuple(
+        FaultEvent(
+            kind="disconnect",
+            at_us=2 * s - 1,
+            duration_us=3 * s + 1,
+            target=f"shb1.u{k}",
+            stream=1 + k,
+        )
+        for k in range(2)
+    )
+    return attrs.evolve(sc, spec=spec, events=(*away, crash))

@@ -7,7 +7,7 @@ from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
 
-import attrs
+from _dur_harness import small_shb_crash
 
 from gapless.cli.durable_plot import durable_figure
 from gapless.cli.simulate_cmd import PLOT_KINDS
@@ -20,7 +20,6 @@ from gapless.models.durable_scenarios import (
     report_series,
     run_marks,
 )
-from gapless.models.faults import FaultEvent
 from gapless.models.protocols import scenario
 from gapless.models.run import simulate
 
@@ -71,25 +70,8 @@ def test_the_scenarios_model_the_papers_shb_capacity() -> None:
 
 
 def test_plot_of_a_small_shb_crash(tmp_path: Path) -> None:
-    sc = scenario("dur-shb-crash")
-    spec = attrs.evolve(
-        sc.spec,
-        workload=attrs.evolve(sc.spec.workload, subscribers_per_shb=2, rate_per_pubend=20.0),
-        duration_us=8 * _S,
-        drain_us=2 * _S,
-    )
-    crash = FaultEvent(kind="crash", at_us=2 * _S, duration_us=2 * _S, target="shb1", stream=0)
-    away = tuple(
-        FaultEvent(
-            kind="disconnect",
-            at_us=2 * _S - 1,
-            duration_us=3 * _S + 1,
-            target=f"shb1.u{k}",
-            stream=1 + k,
-        )
-        for k in range(2)
-    )
-    sc = attrs.evolve(sc, spec=spec, events=(*away, crash))
+    sc = small_shb_crash()
+    spec = sc.spec
     outcome = simulate(spec, sc.schedule, 0, record_trace=True)
     m = durable_figures(sc, outcome, ())
     assert m["lost"] == 0

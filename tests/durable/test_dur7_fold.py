@@ -7,8 +7,8 @@ from __future__ import annotations
 
 from typing import Any
 
-import attrs
 import pytest
+from _dur_harness import small_shb_crash
 
 from gapless.models import runner
 from gapless.models.durable_scenarios import (
@@ -17,40 +17,14 @@ from gapless.models.durable_scenarios import (
     report_series,
     run_marks,
 )
-from gapless.models.faults import FaultEvent
-from gapless.models.protocols import scenario
-from gapless.models.registry import Scenario
 
 _S = 1_000_000
-
-
-def _small_crash() -> Scenario:
-    """``dur-shb-crash`` made small: 2 subscribers, 20 events/s per pubend, the SHB down 2 s."""
-    sc = scenario("dur-shb-crash")
-    spec = attrs.evolve(
-        sc.spec,
-        workload=attrs.evolve(sc.spec.workload, subscribers_per_shb=2, rate_per_pubend=20.0),
-        duration_us=8 * _S,
-        drain_us=2 * _S,
-    )
-    crash = FaultEvent(kind="crash", at_us=2 * _S, duration_us=2 * _S, target="shb1", stream=0)
-    away = tuple(
-        FaultEvent(
-            kind="disconnect",
-            at_us=2 * _S - 1,
-            duration_us=3 * _S + 1,
-            target=f"shb1.u{k}",
-            stream=1 + k,
-        )
-        for k in range(2)
-    )
-    return attrs.evolve(sc, spec=spec, events=(*away, crash))
 
 
 def test_folded_figures_equal_the_figures_of_the_whole_trace(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    sc = _small_crash()
+    sc = small_shb_crash()
     assert sc.fold is DurableFold
     monkeypatch.setattr(runner, "scenario", lambda _name: sc)
     _sc, whole, m_whole = runner.run_scenario(sc.name, keep_trace=True)
@@ -77,7 +51,7 @@ def _with(trace: tuple[Any, ...], i: int, *, twice: bool) -> tuple[Any, ...]:
 def test_the_fold_counts_a_duplicate_and_a_loss() -> None:
     """Non-vacuity of the fold's ``duplicates`` and ``lost``: one event message delivered
     twice, or dropped, in an otherwise clean trace."""
-    sc = _small_crash()
+    sc = small_shb_crash()
     outcome = runner.simulate(sc.spec, sc.schedule, 0, record_trace=True)
     trace = outcome.trace or ()
     first = next(i for i, r in enumerate(trace) if r.kind == "deliver" and r.detail.kind == "event")

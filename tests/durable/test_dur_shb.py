@@ -594,11 +594,17 @@ class AckBeforeFsync(PowerLossMachine):
 def test_acknowledge_before_fsync_is_caught_by_the_machine() -> None:
     """Non-vacuity of the power-loss machine: with the store acknowledging a PFS sync before
     its fsync, a power loss loses records below the durable ``latestDelivered(p)``; recovery
-    refuses, naming the segment file and offset. Derandomized: the same draws every run."""
+    refuses, naming the segment file and offset. Derandomized, but the draws are not the same
+    in every process: they changed with what the process had imported before (this test
+    failed when ``test_dur4a_figure7.py`` ran first in the same worker), so the loss is
+    accepted in each of the forms recovery reports it: records missing from the end of the
+    last segment, a whole segment missing (the next one starts past the expected index), or
+    the first records missing."""
     with pytest.raises(CorruptLog) as info:
         run_state_machine_as_test(AckBeforeFsync, settings=NO_SHRINK_POWER)
-    assert "sim:pfs-" in str(info.value), str(info.value)
-    assert "synced are missing" in str(info.value), str(info.value)
+    said = str(info.value)
+    assert "sim:pfs-" in said, said
+    assert "are missing" in said or "segment starts at index" in said, said
 
 
 def test_a_reconnection_with_an_older_ct_gets_a_gap_then_the_rest() -> None:
