@@ -331,6 +331,8 @@ _POINT_FIELDS: Final = (
     "delivered_fraction",
     "delivered",
     "expected",
+    "legitimate",
+    "legitimate_fraction",
     "verdict",
     "events",
     "wall_s",

@@ -1,0 +1,9 @@
+"""Figure 10, δ = 2, at the size ``make test`` runs (see ``_fig10_check.py``) [DFT §IX-B]."""
+
+from __future__ import annotations
+
+from _fig10_check import check_delta
+
+
+def test_fig10_delta_2() -> None:
+    check_delta(2)
