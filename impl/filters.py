@@ -45,8 +45,9 @@ are evaluated one by one.
 
 from __future__ import annotations
 
+import operator
 from bisect import bisect_left
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any, Final, final
 
 import attrs
@@ -65,6 +66,7 @@ __all__ = [
     "Node",
     "Not",
     "Or",
+    "compile_node",
     "parse_filter",
 ]
 
@@ -169,6 +171,85 @@ def evaluate(node: Node, attributes: Mapping[str, Any]) -> bool:
     if isinstance(node, Not):
         return not evaluate(node.item, attributes)
     return node.value
+
+
+_Matcher = Callable[[Mapping[str, Any]], bool]
+_COMPILED: dict[int, tuple[Node, _Matcher]] = {}
+_COMPILED_MAX: Final = 4096
+_FAST_OPS: Final[dict[str, Callable[[Any, Any], bool]]] = {
+    "==": operator.eq,
+    "!=": operator.ne,
+    "<": operator.lt,
+    "<=": operator.le,
+    ">": operator.gt,
+    ">=": operator.ge,
+}
+
+
+def compile_node(node: Node) -> _Matcher:
+    """``evaluate(node, ·)`` as one closure per AST node: the node's kind is dispatched once,
+    here, instead of at every message. A comparison of a value of the literal's own exact
+    type (int or float against a number, str against a string) goes straight to the
+    operator, which is what :func:`_compare` does for those types; anything else (a missing
+    attribute, a bool, another type, a subclass) takes :func:`_compare` itself, so the
+    semantics are :func:`evaluate`'s by construction (and differentially tested)."""
+    if isinstance(node, Cmp):
+        attr, op, lit = node.attr, node.op, node.literal
+        opf = _FAST_OPS[op]
+        fast: tuple[type, ...] = ()
+        if type(lit) is str:
+            fast = (str,)
+        elif type(lit) is int or type(lit) is float:
+            fast = (int, float)
+
+        def cmp(attributes: Mapping[str, Any]) -> bool:
+            value = attributes.get(attr, _MISSING)
+            if type(value) in fast:
+                return opf(value, lit)
+            if value is _MISSING:
+                return False
+            return _compare(value, op, lit)
+
+        return cmp
+    if isinstance(node, And | Or):
+        parts = tuple(compile_node(i) for i in node.items)
+        if isinstance(node, And):
+
+            def conj(attributes: Mapping[str, Any]) -> bool:
+                # a plain loop, not all() over a generator: no generator per message
+                for part in parts:  # noqa: SIM110
+                    if not part(attributes):
+                        return False
+                return True
+
+            return conj
+
+        def disj(attributes: Mapping[str, Any]) -> bool:
+            for part in parts:  # noqa: SIM110  (as conj: no generator per message)
+                if part(attributes):
+                    return True
+            return False
+
+        return disj
+    if isinstance(node, Not):
+        inner = compile_node(node.item)
+        return lambda attributes: not inner(attributes)
+    value = node.value
+    return lambda attributes: value
+
+
+def _matcher(node: Node) -> _Matcher:
+    """The compiled form of ``node`` (:func:`compile_node`), kept by identity as the
+    trace encoder keeps its memo: the entry holds the node, so the id cannot be reused
+    while it is there."""
+    hit = _COMPILED.get(id(node))
+    if hit is not None and hit[0] is node:
+        return hit[1]
+    fn = compile_node(node)
+    if len(_COMPILED) >= _COMPILED_MAX:
+        _COMPILED.clear()
+    _COMPILED[id(node)] = (node, fn)
+    return fn
 
 
 # -- tokenizer -----------------------------------------------------------------------------
@@ -384,7 +465,11 @@ class Filter:
     node: Node
 
     def matches(self, attributes: Mapping[str, Any]) -> bool:
-        return evaluate(self.node, attributes)
+        node = self.node
+        hit = _COMPILED.get(id(node))
+        if hit is not None and hit[0] is node:
+            return hit[1](attributes)
+        return _matcher(node)(attributes)
 
     @property
     def match_all(self) -> bool:

@@ -307,6 +307,14 @@ class _Encoder:
         self.encode: Callable[[Any], str] = self._encode
 
     def _encode(self, value: Any) -> str:
+        # The memo first: it holds only immutable values (frozen attrs classes, immutable
+        # maps and sets), each with a strong reference, so an entry whose value is this very
+        # object is its text. The commonest non-primitive value in a trace (a message's
+        # Data, met again in every record that shows it) is then one lookup, not a walk
+        # down the type tests below.
+        hit = self.memo.get(id(value))
+        if hit is not None and hit[0] is value:
+            return hit[1]
         t = type(value)
         if t is int:
             return f"i{value};"
@@ -346,11 +354,7 @@ class _Encoder:
             return f"f{float(value)!r};"
         if code == "b":
             return f"b{value.hex()};"
-        memo = code in ("a", "m", "s")
-        if memo:
-            hit = self.memo.get(id(value))
-            if hit is not None and hit[0] is value:
-                return hit[1]
+        memo = code in ("a", "m", "s")  # (looked up first, above)
         if code in ("a", "A", "t"):
             enc = _attrs_encoders.get(t)
             if enc is None:

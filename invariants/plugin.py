@@ -60,8 +60,10 @@ __all__ = [
     "LogEntry",
     "Plugin",
     "Report",
+    "SharedTicks",
     "SubscriptionInfo",
     "invariant_names",
+    "own_ticks",
 ]
 
 LogEntry = tuple[Mapping[str, Any], int, TraceRecord]
@@ -118,6 +120,33 @@ class CheckContext:
             return self.logged_batch(persist)
         got = self.logged(persist)
         return () if got is None else (got,)
+
+
+@final
+class SharedTicks(set[int]):
+    """A set of delivered ticks that ``holders`` connections hold as one object: the members
+    of a cohort delivered together (GD's delivery plug-in adds a cohort's tick once, not once
+    per member). Copy-on-write: a connection that adds a tick on its own first takes a
+    private copy (:func:`own_ticks`); only a writer that holds every holder at once (the
+    whole cohort, and nobody else) may add to it in place."""
+
+    __slots__ = ("holders",)
+
+    def __init__(self, ticks: Iterable[int], holders: int) -> None:
+        super().__init__(ticks)
+        self.holders = holders
+
+
+def own_ticks(c: Conn, pubend: str) -> set[int]:
+    """The set of ``pubend`` ticks ``c`` delivered, private to ``c`` (a :class:`SharedTicks`
+    is copied first and loses a holder), to add a tick to."""
+    seen = c.seen.get(pubend)
+    if seen is None:
+        seen = c.seen[pubend] = set()
+    elif type(seen) is SharedTicks:
+        seen.holders -= 1
+        seen = c.seen[pubend] = set(seen)
+    return seen
 
 
 @final
@@ -309,10 +338,7 @@ class Ledger:
 
     def record_delivery(self, c: Conn, pubend: str, tick: int, r: TraceRecord) -> None:
         """Add that connection ``c`` delivered ``(pubend, tick)`` at record ``r``."""
-        seen = c.seen.get(pubend)
-        if seen is None:
-            seen = c.seen[pubend] = set()
-        seen.add(tick)
+        own_ticks(c, pubend).add(tick)
         if tick > c.last.get(pubend, -1):
             c.last[pubend] = tick
             c.records[pubend] = r

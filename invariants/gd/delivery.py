@@ -38,7 +38,9 @@ or disconnect separates them, members that also agree on their last tick of the 
 of the merged stream) share every verdict of the per-member fast path — the filter matches,
 the tick is new, nothing logged in between was skipped — so it is judged once per filter
 (:meth:`GDDelivery._shared_verdict`). Members that disagree, or any failed check, go through
-the per-member path, which judges each in full.
+the per-member path, which judges each in full. Members that agree also hold one set of
+delivered ticks (:class:`~gapless.invariants.plugin.SharedTicks`, copy-on-write), so a
+shared verdict adds the tick once, not once per member.
 """
 
 from __future__ import annotations
@@ -49,7 +51,15 @@ from typing import Any, ClassVar, Final, final
 
 from gapless.impl.effects import DeliverCohort
 from gapless.impl.trace import TraceRecord, Wire
-from gapless.invariants.plugin import Conn, Ledger, LogEntry, Plugin, Report
+from gapless.invariants.plugin import (
+    Conn,
+    Ledger,
+    LogEntry,
+    Plugin,
+    Report,
+    SharedTicks,
+    own_ticks,
+)
 
 __all__ = ["NAMES", "GDDelivery"]
 
@@ -192,9 +202,15 @@ class GDDelivery(Plugin):
         last = first.last.get(pubend, -1)
         if tick <= last:
             return False
+        # whether the members hold one set of delivered ticks, and nobody else does (then the
+        # tick is added to it once: see SharedTicks)
+        s0 = first.seen.get(pubend)
+        one = s0 is None or (type(s0) is SharedTicks and s0.holders == len(cs))
         for c in cs:  # every member at the same last tick
             if c.last.get(pubend, -1) != last:
                 return False
+            if one and c.seen.get(pubend) is not s0:
+                one = False
         if merged:
             last_any = first.last_any
             if tick <= last_any:
@@ -209,14 +225,21 @@ class GDDelivery(Plugin):
             ticks = self.logged_sorted.get(pubend, [])
             if bisect.bisect_right(ticks, last) < bisect.bisect_left(ticks, tick):
                 return False
-        for c in cs:
-            seen = c.seen.get(pubend)
-            if seen is None:
-                c.seen[pubend] = {tick}
+        if one:
+            if s0 is None:
+                s0 = SharedTicks((tick,), len(cs))
+                for c in cs:
+                    c.seen[pubend] = s0
             else:
-                seen.add(tick)
-            c.last[pubend] = tick
-            c.records[pubend] = r
+                s0.add(tick)
+            for c in cs:
+                c.last[pubend] = tick
+                c.records[pubend] = r
+        else:
+            for c in cs:
+                own_ticks(c, pubend).add(tick)
+                c.last[pubend] = tick
+                c.records[pubend] = r
         if merged:
             for c in cs:
                 c.last_any = tick
@@ -270,6 +293,9 @@ class GDDelivery(Plugin):
             # Ledger.record_delivery, inlined: tick is above c.last (checked above)
             if seen is None:
                 seen = c.seen[pubend] = set()
+            elif type(seen) is SharedTicks:  # own_ticks, inlined: a private copy first
+                seen.holders -= 1
+                seen = c.seen[pubend] = set(seen)
             seen.add(tick)
             c.last[pubend] = tick
             c.records[pubend] = r

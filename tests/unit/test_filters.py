@@ -2,13 +2,22 @@
 
 from __future__ import annotations
 
+import operator
 from typing import Any
 
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
+from pyrsistent import pmap
 
-from gapless.impl.filters import FilterIndex, FilterSyntaxError, parse_filter
+from gapless.impl import filters as filters_mod
+from gapless.impl.filters import (
+    FilterIndex,
+    FilterSyntaxError,
+    compile_node,
+    evaluate,
+    parse_filter,
+)
 from gapless.spec.filters import reference_compile, reference_match
 
 
@@ -108,6 +117,14 @@ def test_bool_and_number_are_distinct_keys() -> None:
     assert ix.match({"x": 1}) == ("n",)
 
 
+class _IntLike(int):
+    """A subclass of int: not the literal's exact type, so it takes ``_compare``."""
+
+
+class _StrLike(str):
+    """A subclass of str (likewise)."""
+
+
 # -- differential: impl vs spec over random filters and attributes -------------------------
 
 NAMES = ("a", "b", "loc")
@@ -167,3 +184,48 @@ def test_impl_and_spec_accept_the_same_texts(text: str) -> None:
     except ValueError:
         spec_ok = False
     assert impl_ok == spec_ok, text
+
+
+# -- the compiled matcher (Filter.matches) against the interpreter (evaluate) ---------------
+
+odd_values = st.one_of(
+    literals,
+    st.none(),
+    st.sampled_from([float("nan"), float("inf"), -0.0, 10**20, True, False]),
+    st.builds(_IntLike, st.integers(-3, 3)),
+    st.builds(_StrLike, st.sampled_from(["", "NY", "LA"])),
+)
+
+
+@given(
+    filters, st.lists(st.dictionaries(st.sampled_from(NAMES), odd_values, max_size=3), max_size=5)
+)
+def test_compiled_matcher_agrees_with_the_interpreter(
+    text: str, samples: list[dict[str, Any]]
+) -> None:
+    """``Filter.matches`` runs the AST compiled once (``compile_node``); ``evaluate`` walks it
+    at every call. Both on plain dicts and on ``PMap`` attributes (what messages carry), with
+    values of the literal's type, of other types, subclasses of int and str, None and NaN."""
+    f = parse_filter(text)
+    for attrs_ in samples:
+        want = evaluate(f.node, attrs_)
+        assert f.matches(attrs_) is want, (text, attrs_)
+        assert f.matches(pmap(attrs_)) is want, (text, attrs_)
+        assert compile_node(f.node)(attrs_) is want, (text, attrs_)
+
+
+def test_compiled_matcher_catches_a_wrong_fast_path(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Non-vacuity: with ``<`` compiled for ``<=`` (a wrong fast-path operator) the
+    comparison above disagrees with the interpreter on ``p <= 3`` at ``p = 3``; and the
+    fast path keeps ``_compare``'s cross-type rules (a str is never ordered against a
+    number, a subclass of str still equals its text)."""
+    monkeypatch.setitem(filters_mod._FAST_OPS, "<=", operator.lt)
+    monkeypatch.setattr(filters_mod, "_COMPILED", {})
+    f = parse_filter("p <= 3")
+    assert evaluate(f.node, {"p": 3}) is True
+    assert f.matches({"p": 3}) is False  # the check above would fail here
+    monkeypatch.undo()
+    assert parse_filter("p <= 3").matches({"p": 3}) is True
+    assert parse_filter("p < 3").matches({"p": "1"}) is False
+    assert parse_filter("p != 3").matches({"p": "3"}) is True
+    assert parse_filter('p == "1"').matches({"p": _StrLike("1")}) is True
