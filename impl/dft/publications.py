@@ -336,8 +336,11 @@ def _held(state: BrokerState, older: Iterable[QueuedPub], source: str) -> dict[s
         if o.msg.source == source:
             for h, zs in _hop_items(o):
                 if h not in fwd:
-                    for z in zs:
-                        held.setdefault(z, h)
+                    # only targets no older entry holds yet: one C-level difference, not a
+                    # Python walk of every waiting entry's targets (dft10: at a barrier each
+                    # entry waits for the whole subtree behind it)
+                    for z in zs.difference(held) if held else zs:
+                        held[z] = h
     return held
 
 
