@@ -131,6 +131,13 @@ def observe(seen: PMap[tuple[str, int], Seen], vec: SeqVec) -> PMap[tuple[str, i
         if n == mark + 1 and not s.above:  # the common case, in order: it folds at once
             seen = seen.set(key, Seen(low=n))
             continue
+        if mark == s.low and n != mark + 1 and (not s.above or min(s.above) > mark):
+            # the low mark stays, nothing is dropped and nothing folds (``mark + 1`` is
+            # never left in ``above``): ``above`` only gains ``n``. C-level ``min`` and
+            # union, not a Python walk of a set that grows while a forwarder's low-water
+            # mark is held by a publication waiting at a barrier (dft10).
+            seen = seen.set(key, Seen(low=mark, above=s.above | {n}))
+            continue
         above = {m for m in s.above if m > mark}
         above.add(n)
         while mark + 1 in above:
