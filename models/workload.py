@@ -17,10 +17,12 @@ equality-filter workloads [GD §4.1]).
 Filter profiles: ``"all"`` (every subscriber matches everything, the paper's §4.2 setting),
 ``"mixed"`` (a rotation of content filters over ``loc`` and ``p``), ``"keys"`` (subscriber
 ``i`` filters ``k == i % keys``, the §4.1 equality workload) and ``"rich"`` (the campaigns'
-profile: messages also carry a boolean ``hot``, and the rotation :data:`RICH_FILTERS` uses
-every kind of comparison the filter language has — booleans, decimals, numbers inside a
-conjunction, values of different types, which are unequal and unordered — so a mistake in any
-of them is seen by the reference evaluator that judges delivery).
+profile: messages also carry a boolean ``hot``, a signed integer ``delta`` (-5..5) and a
+fraction ``p99`` (0.00..0.99), and the rotation :data:`RICH_FILTERS` uses every kind of
+comparison and literal the filter language has — booleans, decimals, signed numbers, numbers
+written from their point, names with digits, numbers inside a conjunction, values of
+different types, which are unequal and unordered — so a mistake in any of them is seen by the
+reference evaluator that judges delivery).
 """
 
 from __future__ import annotations
@@ -62,17 +64,20 @@ MIXED_FILTERS: Final = (
 )
 RICH_FILTERS: Final = (
     MATCH_ALL,
-    'hot == true or loc == "NY"',
-    "p > 3 and hot != false",
-    'p != "3" and loc != 7 and p >= 2.5',
-    'p == "3" or loc < 5 or loc == "TK"',
+    'hot == true or loc == "NY" or delta <= -4',
+    "p > 3 and hot != false and p99 < .8",
+    'p != "3" and loc != 7 and p >= 2.5 and delta < +3',
+    'p == "3" or loc < 5 or loc == "TK" or p99 >= 0.9 and delta > -2',
     "not hot == false or p <= 1",
     'hot != true and not loc == "LN"',
 )
 """The ``rich`` profile's filters (in rotation; the first five are Figure 3's five SHBs' with
 one subscriber each): booleans (``==``, ``!=``), a decimal, numbers followed by
-more of the filter, and comparisons across types (``p != "3"`` is true, ``p == "3"`` and
-``loc < 5`` false) [GD §2: content-based subscriptions]."""
+more of the filter, comparisons across types (``p != "3"`` is true, ``p == "3"`` and
+``loc < 5`` false), signed numbers (``-4``, ``+3``), a number written from its point
+(``.8``) and an attribute name with digits in it (``p99``, a latency percentile in seconds)
+— the literals a user writes for a signed change or a fraction, each in one of the five
+filters a Figure 3 campaign subscribes with [GD §2: content-based subscriptions]."""
 FILTER_PROFILES: Final = ("all", "mixed", "keys", "rich")
 
 
@@ -189,6 +194,8 @@ def generate_workload(
             }
             if spec.filters == "rich":  # drawn only here: the other profiles' draws unchanged
                 attrs_["hot"] = rng.random() < 0.5
+                attrs_["delta"] = rng.randrange(-5, 6)  # a signed change
+                attrs_["p99"] = rng.randrange(100) / 100  # a fraction of a second
             events.append(
                 PublishEvent(
                     at_us=at,

@@ -1,11 +1,13 @@
 """A campaign's ``mix``: a share of the schedules on other setups the protocol has (issue 18
 §2: the demo covers the code the protocol runs — the total-order merge topology and the
 best-effort roles beside Figure 3), drawn per schedule from the campaign seed; and the
-``rich`` filter profile (booleans, decimals, comparisons across types)."""
+``rich`` filter profile (booleans, decimals, comparisons across types, signed numbers, numbers
+written from their point, attribute names with digits)."""
 
 from __future__ import annotations
 
 import collections
+import re
 from pathlib import Path
 
 import attrs
@@ -146,7 +148,37 @@ def test_the_other_profiles_draw_what_they_always_drew() -> None:
     rich_firsts = {e.pubend: e for e in reversed(rich.publishes)}
     for p, e in firsts.items():
         assert rich_firsts[p].at_us == e.at_us
-        assert dict(rich_firsts[p].attributes) == {
-            **dict(e.attributes),
-            "hot": rich_firsts[p].attributes["hot"],
-        }
+        extra = {k: rich_firsts[p].attributes[k] for k in ("hot", "delta", "p99")}
+        assert dict(rich_firsts[p].attributes) == {**dict(e.attributes), **extra}
+
+
+#: The literals the filter tokenizer reads by its own branches (outside quotes): a signed
+#: number, a number written from its point, a name with a digit after its first character.
+_SIGNED: re.Pattern[str] = re.compile(r"(?<![\w.\"'])[-+]\d")
+_POINT: re.Pattern[str] = re.compile(r"(?<![\w.\"'])\.\d")
+_DIGIT_NAME: re.Pattern[str] = re.compile(r"(?<![\w.\"'])[A-Za-z_]\w*\d")
+
+
+def test_the_demo_subscribes_with_signed_and_point_numbers_and_digit_names() -> None:
+    """The demo's own subscriptions (Figure 3, one subscriber per SHB: the first five filters
+    of the rotation) use every literal form the tokenizer has a branch for: power6's two
+    tokenizer mutants (signed and leading-point numbers, digit-bearing names) were missed
+    because no filter of the demo reached them (issue 18)."""
+    demo = load_config(DEMO)
+    wl_keys = {k: v for k, v in demo.workload.items() if k in ("filters", "subscribers_per_shb")}
+    spec = WorkloadSpec(**wl_keys)
+    wl = generate_workload(spec, fig3(), duration_us=5_000_000, seed=demo.seed)
+    texts = [s.filter for s in wl.subscriptions]
+    assert len(texts) == 5
+    joined = " ".join(texts)
+    assert {m.group()[0] for m in _SIGNED.finditer(joined)} == {"-", "+"}
+    assert _POINT.search(joined)
+    assert _DIGIT_NAME.search(joined)
+    # and the comparisons on the new attributes split the messages both ways
+    ref = reference_matcher()
+    for atom in ("delta <= -4", "delta < +3", "delta > -2", "p99 < .8", "p99 >= 0.9"):
+        assert atom in joined
+        got = [ref(atom, e.attributes) for e in wl.publishes]
+        assert any(got), atom
+        assert not all(got), atom
+        assert got == [parse_filter(atom).matches(e.attributes) for e in wl.publishes], atom
