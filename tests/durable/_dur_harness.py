@@ -237,27 +237,40 @@ def expected_events(
     return got, want
 
 
-def small_shb_crash() -> Scenario:
-    """``dur-shb-crash`` made small [DUR §5.1, Figure 7]: 2 subscribers, 20 events/s per
-    pubend, 8 s, the SHB down from 2 s to 4 s and both subscribers away from just before the
-    crash until 5 s."""
+def small_shb_crash(
+    *,
+    subscribers: int = 2,
+    rate: float = 20.0,
+    crash_s: int = 2,
+    down_s: int = 2,
+    back_after_restart_s: int = 1,
+    duration_s: int = 8,
+    drain_s: int = 2,
+) -> Scenario:
+    """``dur-shb-crash`` made small [DUR §5.1, Figure 7]. By default 2 subscribers, 20 events/s
+    per pubend, 8 s, the SHB down from 2 s to 4 s and its subscribers away from just before the
+    crash until 1 s after the restart; every number can be given."""
     sc = scenario("dur-shb-crash")
     s = 1_000_000
     spec = attrs.evolve(
         sc.spec,
-        workload=attrs.evolve(sc.spec.workload, subscribers_per_shb=2, rate_per_pubend=20.0),
-        duration_us=8 * s,
-        drain_us=2 * s,
+        workload=attrs.evolve(
+            sc.spec.workload, subscribers_per_shb=subscribers, rate_per_pubend=rate
+        ),
+        duration_us=duration_s * s,
+        drain_us=drain_s * s,
     )
-    crash = FaultEvent(kind="crash", at_us=2 * s, duration_us=2 * s, target="shb1", stream=0)
+    crash = FaultEvent(
+        kind="crash", at_us=crash_s * s, duration_us=down_s * s, target="shb1", stream=0
+    )
     away = tuple(
         FaultEvent(
             kind="disconnect",
-            at_us=2 * s - 1,
-            duration_us=3 * s + 1,
+            at_us=crash_s * s - 1,
+            duration_us=(down_s + back_after_restart_s) * s + 1,
             target=f"shb1.u{k}",
             stream=1 + k,
         )
-        for k in range(2)
+        for k in range(subscribers)
     )
     return attrs.evolve(sc, spec=spec, events=(*away, crash))

@@ -11,6 +11,7 @@ import sys
 
 import attrs
 import pytest
+from _dur_harness import small_shb_crash
 
 from gapless.impl.durable.ct import CheckpointToken
 from gapless.invariants.durable.online import durable_record
@@ -244,26 +245,16 @@ def test_shb_crash_scenario_at_reduced_scale_meets_its_marks() -> None:
     subscribers back 3 s after the restart (the full scenario: ``gapless simulate --scenario
     dur-shb-crash``): latestDelivered flat while it is down, released(p) flat until they
     reconnect, the constream catching up faster than the pubends publish [DUR §5.3]."""
-    sc = scenario("dur-shb-crash")
-    subs = 4
-    spec = attrs.evolve(
-        sc.spec,
-        workload=attrs.evolve(sc.spec.workload, subscribers_per_shb=subs, rate_per_pubend=50.0),
-        duration_us=16 * _S,
-        drain_us=3 * _S,
+    sc = small_shb_crash(
+        subscribers=4,
+        rate=50.0,
+        crash_s=5,
+        down_s=5,
+        back_after_restart_s=3,
+        duration_s=16,
+        drain_s=3,
     )
-    crash = FaultEvent(kind="crash", at_us=5 * _S, duration_us=5 * _S, target="shb1", stream=0)
-    away = tuple(
-        FaultEvent(
-            kind="disconnect",
-            at_us=5 * _S - 1,
-            duration_us=8 * _S + 1,
-            target=f"shb1.u{k}",
-            stream=1 + k,
-        )
-        for k in range(subs)
-    )
-    sc = attrs.evolve(sc, spec=spec, events=(*away, crash))
+    spec = sc.spec
     outcome = simulate(spec, sc.schedule, 0, record_trace=True)
     m = durable_figures(sc, outcome, ())
     marks = durable_pass_marks(sc.name, m)
