@@ -29,18 +29,12 @@ from __future__ import annotations
 from typing import Any, Final
 
 from gapless.models import dft_figures as F
+from gapless.models.dft_scenarios import dft_run
 from gapless.models.registry import Scenario
-from gapless.models.runspec import RunSpec
 
 __all__ = ["FIG_SCENARIOS", "fig9_figures", "fig11_figures", "fig12_figures"]
 
-_RUN: Final = RunSpec(
-    protocol="dft",
-    topology="dft-tree13",
-    duration_us=300_000,
-    drain_us=300_000,
-    config=(("delta", 1),),
-)
+_RUN: Final = dft_run("dft-tree13", duration_us=300_000, drain_us=300_000)
 
 
 def fig9_figures(*, n: int = 1000, runs: int = 100, pairs: int = 1000) -> dict[str, Any]:

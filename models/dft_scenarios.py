@@ -61,15 +61,29 @@ from gapless.models.runspec import RunSpec
 from gapless.models.world import World
 from gapless.spec.filters import reference_matcher
 
-__all__ = ["SCENARIOS", "gap_figures", "gap_pass_marks", "join_figures", "join_pass_marks"]
+__all__ = [
+    "SCENARIOS",
+    "dft_run",
+    "gap_figures",
+    "gap_pass_marks",
+    "join_figures",
+    "join_pass_marks",
+]
 
-_SPEC: Final = RunSpec(
-    protocol="dft",
-    topology="dft-gap-s1",
-    duration_us=2_000_000,
-    drain_us=1_000_000,
-    config=(("delta", 1),),
-)
+
+def dft_run(topology: str, *, duration_us: int, drain_us: int, delta: int = 1) -> RunSpec:
+    """The run a registered DFT scenario makes: the δ-fault-tolerant protocol on ``topology``
+    (δ = 1 unless said) for ``duration_us``, then ``drain_us`` without new publications."""
+    return RunSpec(
+        protocol="dft",
+        topology=topology,
+        duration_us=duration_us,
+        drain_us=drain_us,
+        config=(("delta", delta),),
+    )
+
+
+_SPEC: Final = dft_run("dft-gap-s1", duration_us=2_000_000, drain_us=1_000_000)
 _EVENTS: Final = (
     FaultEvent(
         kind="link_fail",
@@ -175,13 +189,7 @@ def gap_pass_marks(name: str, figures: dict[str, Any]) -> dict[str, bool]:
     }
 
 
-_JOIN_SPEC: Final = RunSpec(
-    protocol="dft",
-    topology="dft-join",
-    duration_us=2_000_000,
-    drain_us=1_000_000,
-    config=(("delta", 1),),
-)
+_JOIN_SPEC: Final = dft_run("dft-join", duration_us=2_000_000, drain_us=1_000_000)
 
 
 def _per_source(records: Any) -> dict[str, dict[str, list[int]]]:
