@@ -48,7 +48,7 @@ from gapless.impl.trace import TraceRecord
 from gapless.models.dft_binding import fig10, tree_of
 from gapless.models.dft_figures import legitimately_connected
 from gapless.models.faults import FaultEvent, FaultSchedule
-from gapless.models.run import Run
+from gapless.models.run import Run, build
 from gapless.models.runspec import RunSpec
 from gapless.models.workload import WorkloadSpec
 from gapless.models.world import _FAULT
@@ -59,6 +59,7 @@ __all__ = [
     "fig10_point",
     "fig10_spec",
     "legitimate_deliveries",
+    "legitimate_of_point",
 ]
 
 _S: Final = 1_000_000
@@ -118,6 +119,31 @@ def legitimate_deliveries(
         * sum(legitimately_connected([x in down for x in tree.path(src, b)], delta) for b in live)
         for src, count in per_source.items()
     )
+
+
+def legitimate_of_point(
+    n: int, delta: int, k: int, duration_s: float, seed: int = 0
+) -> dict[str, int]:
+    """A point's ``expected`` and ``legitimate`` without running it: the publications after the
+    failures from the workload alone (as :class:`_Tally` counts them from the records: each
+    pubend's messages numbered from 1, those published after :data:`FAIL_AT_US` + k), then
+    :func:`legitimate_deliveries`. For a stored point that ran before the bench reported
+    ``legitimate``; ``tests/dft/_fig10_check.py`` shows it equal to the run's own figures."""
+    spec = fig10_spec(n, delta, duration_s)
+    run = Run(spec, FaultSchedule(seed=seed, events=()), seed)
+    publishes = sorted(build(spec, seed)[2].publishes, key=lambda x: x.at_us)
+    number: Counter[str] = Counter()
+    late: set[tuple[str, int]] = set()
+    for x in publishes:
+        if x.at_us >= spec.duration_us:
+            continue
+        number[x.pubend] += 1
+        if x.at_us > FAIL_AT_US + k:
+            late.add((x.pubend, number[x.pubend]))
+    return {
+        "expected": len(late) * (n - k),
+        "legitimate": legitimate_deliveries(run, late, _victims(n, k, seed), delta),
+    }
 
 
 def _result(

@@ -15,7 +15,7 @@ the tree and the failure set alone, not from the run."""
 
 from __future__ import annotations
 
-from gapless.models.dft_fig10 import fig10_delta
+from gapless.models.dft_fig10 import fig10_delta, legitimate_of_point
 
 N = 100
 DURATION_S = 30.0
@@ -34,6 +34,13 @@ def check_delta(delta: int) -> list[dict[str, object]]:
         assert p["expected"] > 0, where
         if p["k"] == 0:
             assert p["delivered"] == p["expected"], where
+    # the same two counts from the workload, tree and failures alone (how the paper-scale
+    # points that ran before ``legitimate`` existed are judged): checked at the largest k
+    top = points[0]
+    assert legitimate_of_point(N, delta, top["k"], DURATION_S) == {
+        "expected": top["expected"],
+        "legitimate": top["legitimate"],
+    }, top
     # non-vacuity: at k = 17 the failures cut pairs off for every δ (so the count is not
     # just ``expected``), and the owed deliveries of in-budget pairs were judged by
     # ``bounded_delivery`` on the way
