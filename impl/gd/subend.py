@@ -325,12 +325,16 @@ def shb_in_order(
     labels.append("K:D->F")  # the D is delivered and becomes F at once
     deliver(st, st.index, p, d, step)
     s = evolve(s, knowledge=s.knowledge.acknowledge(d.tick), last_sender=sender)
-    if not (s.ack_armed and st.ctx.config.ack_delay_us):
-        # (an armed ack timer makes _ack return the stream unchanged, effect-free)
+    ctx = st.ctx
+    if not (s.ack_armed and ctx.config.ack_delay_us) and (
+        ctx.policy.ack_in_order or not ctx.config.ack_delay_us
+    ):
+        # (an armed ack timer makes _ack return the stream unchanged, effect-free; policy
+        # ack_in_order False is the zoo's ack-waits-for-ack-expected)
         s = _ack(st, p, s, step, False)
     # _arm_gct has nothing to do: nothing is known above the new fin (no gap), and p is in no
     # total-order group
-    i = st.ctx.index[p]
+    i = ctx.index[p]
     return evolve(st, streams=(*st.streams[:i], s, *st.streams[i + 1 :]))
 
 
