@@ -13,9 +13,9 @@ Theory of operation
    setup, cached per code digest). The draw is keyed (power8): the points with the smallest
    ``sha256(seed, key)``, each point's key naming it by module, enclosing function, operator
    and source text (:func:`gapless.benchmarks._mutants.point_keys`), so a change of coverage
-   or of code elsewhere adds or removes only the points it touches. A module the protocol imports may hold helpers no role
-   calls; the report's ``unrun_lines_mutants`` says how many of the uniform draw (every
-   point, what earlier runs sampled) fell in such code, and in which functions: code to
+   or of code elsewhere adds or removes only the points it touches. A module the protocol
+   imports may hold helpers no role calls; the report's ``unrun_lines_mutants`` says how many
+   of the uniform draw (every point) fell in such code, and in which functions: code to
    delete or to question, not misses of the campaign.
 3. **Who kills each** (:mod:`gapless.benchmarks.power_judge`). Every mutant is staged in a
    fresh directory (a copy of ``impl/`` with the one module changed, first on
