@@ -325,16 +325,14 @@ def shb_in_order(
     labels.append("K:D->F")  # the D is delivered and becomes F at once
     deliver(st, st.index, p, d, step)
     s = evolve(s, knowledge=s.knowledge.acknowledge(d.tick), last_sender=sender)
-    ctx = st.ctx
-    if not (s.ack_armed and ctx.config.ack_delay_us) and (
-        ctx.policy.ack_in_order or not ctx.config.ack_delay_us
-    ):
+    if not (s.ack_armed and st.ctx.config.ack_delay_us):
         # (an armed ack timer makes _ack return the stream unchanged, effect-free; policy
-        # ack_in_order False is the zoo's ack-waits-for-ack-expected)
-        s = _ack(st, p, s, step, False)
+        # ack_in_order False, the zoo's ack-waits-for-ack-expected, skips it while a delay is set)
+        acks = st.ctx.policy.ack_in_order or not st.ctx.config.ack_delay_us
+        s = _ack(st, p, s, step, False) if acks else s
     # _arm_gct has nothing to do: nothing is known above the new fin (no gap), and p is in no
     # total-order group
-    i = ctx.index[p]
+    i = st.ctx.index[p]
     return evolve(st, streams=(*st.streams[:i], s, *st.streams[i + 1 :]))
 
 
