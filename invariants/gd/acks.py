@@ -77,6 +77,7 @@ class GDShbAckTiming(Plugin):
         ctx = self.ctx
         self.delay = ctx.ack_delay_us
         self.enabled = self.delay is not None
+        self.wait: int = self.delay or 0
         cell_of = dict(ctx.cell_of)
         parents: dict[str, str] = {down: up for up, down in ctx.cell_tree}
         host_cell = {p: cell_of.get(h, h) for p, h in ctx.pubend_host.items()}
@@ -141,10 +142,13 @@ class GDShbAckTiming(Plugin):
         if not self.enabled:
             return False
         # deadlines before this record are judged first: an ack sent after one is late
-        if self._judge(r.time, r):
+        soonest = self.soonest
+        if soonest is not None and soonest + self.wait < r.time and self._judge(r.time, r):
             return True
         w: Wire = r.detail.wire
-        if w.kind == "ack" and r.node in self.shbs and w.pubend is not None and w.upto is not None:
+        if w.kind != "ack" or r.node not in self.shbs:
+            return False
+        if w.pubend is not None and w.upto is not None:
             key = (r.node, w.pubend)
             if w.upto > self.acked.get(key, -1):
                 self.acked[key] = w.upto

@@ -123,9 +123,12 @@ class GDSidewaysForwarded(Plugin):
         if kind != "data":
             return False
         ticks = w.data_ticks
-        if a in self.ibs and not w.retransmission and to in self.below[a]:
-            self.forwarded.update((a, p, t) for t in ticks)
         if to not in self.ibs:
+            detours = self.detours
+            if detours and not w.retransmission and a in self.ibs and to in self.below[a]:
+                # only a forward of a pending detour matters: one before it means b had the
+                # tick before (excused)
+                self.forwarded.update((a, p, t) for t in ticks if (a, p, t) in detours)
             return False
         known = self.sent_to.get((to, p))
         if known is None:
