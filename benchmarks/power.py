@@ -10,9 +10,12 @@ Theory of operation
    those modules (mutmut's operator kinds) and draws ``mutants`` of them with a fixed
    ``seed`` — only among the points on lines the protocol runs
    (:mod:`gapless.benchmarks.power_lines`: line coverage of the demo's first seeds of each
-   setup, cached per code digest). A module the protocol imports may hold helpers no role
-   calls; the report's ``unrun_lines_mutants`` says how many of the uniform draw (every
-   point, what earlier runs sampled) fell in such code, and in which functions: code to
+   setup, cached per code digest). The draw is keyed (power8): the points with the smallest
+   ``sha256(seed, key)``, each point's key naming it by module, enclosing function, operator
+   and source text (:func:`gapless.benchmarks._mutants.point_keys`), so a change of coverage
+   or of code elsewhere adds or removes only the points it touches. A module the protocol
+   imports may hold helpers no role calls; the report's ``unrun_lines_mutants`` says how many
+   of the uniform draw (every point) fell in such code, and in which functions: code to
    delete or to question, not misses of the campaign.
 3. **Who kills each** (:mod:`gapless.benchmarks.power_judge`). Every mutant is staged in a
    fresh directory (a copy of ``impl/`` with the one module changed, first on
@@ -71,7 +74,10 @@ the campaign only for the mutants the tests kill, which is all ``campaign_power`
 ``none``: a tests-only pass, e.g. while the campaign code still changes), ``full`` (0; 1: also
 judge every verdict in full — every test file without ``-x``, every schedule without
 ``--fail-fast`` — and report in ``stopped_vs_full`` whether the stopped judgement agreed and
-what each cost; the stored verdict is the stopped one).
+what each cost; the stored verdict is the stopped one), ``draw`` (``keyed``: the points with
+the smallest ``sha256(seed, stable key)`` — a sample that keeps its points when coverage or code
+changes elsewhere, power8 on; ``shuffle``: the ``random.Random(seed)`` shuffle of every
+earlier sample, to reproduce one).
 Mutants are judged in a seeded random order (so a partial run is a random subsample): the
 tests, then — if the tests kill it — the campaign; the campaigns of the mutants the tests
 do not kill (not part of ``campaign_power``) come last. The figures count only mutants with
@@ -93,7 +99,7 @@ from collections import Counter
 from pathlib import Path
 from typing import Any, Final
 
-from gapless.benchmarks._mutants import Mutant, mutant_named, sample, unrun
+from gapless.benchmarks._mutants import DRAWS, Mutant, mutant_named, sample, unrun
 from gapless.benchmarks.power_judge import (
     FAST_TIERS,
     ROOT,
@@ -246,6 +252,7 @@ def _params(given: dict[str, str]) -> dict[str, Any]:
         "lines": 1,
         "campaigns": "all",
         "full": 0,
+        "draw": "keyed",
     }
     unknown = sorted(set(given) - set(allowed))
     if unknown:
@@ -253,6 +260,13 @@ def _params(given: dict[str, str]) -> dict[str, Any]:
     out: dict[str, Any] = dict(allowed)
     for key, value in given.items():
         if key in ("master", "out", "only"):
+            out[key] = value
+            continue
+        if key == "draw":
+            if value not in DRAWS:
+                raise ValueError(
+                    f"bench power: draw={value!r} is not allowed; expected one of {list(DRAWS)}"
+                )
             out[key] = value
             continue
         if key == "campaigns":
@@ -390,11 +404,12 @@ def run(**given: str) -> dict[str, Any]:
     t0 = time.perf_counter()
     modules = run_modules()
     ran = run_lines(ROOT)
-    uniform = sample(ROOT, modules, params["mutants"], params["seed"])
+    draw = params["draw"]
+    uniform = sample(ROOT, modules, params["mutants"], params["seed"], draw=draw)
     if params["only"]:
         mutants = named_mutants(ROOT, modules, params["only"])
     elif params["lines"]:
-        mutants = sample(ROOT, modules, params["mutants"], params["seed"], ran)
+        mutants = sample(ROOT, modules, params["mutants"], params["seed"], ran, draw=draw)
     else:
         mutants = uniform
     keys = verdict_keys()
@@ -413,6 +428,7 @@ def run(**given: str) -> dict[str, Any]:
         "judged": len(judged),
         "pending": len(mutants) - len(judged),
         "seed": params["seed"],
+        "draw": draw,
         "schedules": params["schedules"] or "demo.toml's",
         "total_order_schedules": params["total_order"],
         "campaign_key": key,

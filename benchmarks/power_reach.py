@@ -63,6 +63,7 @@ VALUE_MODULES: Final = (
     "impl/ticksets.py",
     "impl/knowledge.py",
     "impl/filters.py",
+    "impl/ledger.py",  # frozen cell and curiosity ledgers: an edit returns a new value (power8)
 )
 
 

@@ -10,7 +10,8 @@ its checker. Guaranteed delivery's
 logged_first, gapless, exactly_once, total_order, no_e, liveness) and the wire-conformance
 ones (:data:`CONFORMANCE`: nack_consolidation, ack_consolidation, retransmission_targets,
 silence_targets, minimal_traffic, ack_expected_timing, down_link_routing, own_timers,
-refused_input, quiet_delivery, sideways_one_hop, silence_hides_nothing).
+refused_input, quiet_delivery, sideways_one_hop, silence_hides_nothing, shb_ack_timing,
+sideways_forwarded).
 :mod:`gapless.invariants.tracefile` writes and reads trace files (``gapless check``);
 :mod:`gapless.invariants.laws` holds the lattice law checkers.
 """
@@ -44,5 +45,7 @@ CONFORMANCE: Final = (
     "quiet_delivery",
     "sideways_one_hop",
     "silence_hides_nothing",
+    "shb_ack_timing",
+    "sideways_forwarded",
 )
 INVARIANTS: Final = DELIVERY + CONFORMANCE

@@ -103,6 +103,10 @@ class CheckContext:
     #: the pubend's liveness parameters [GD §3.2] (None: the protocol has no such rule)
     aet_us: int | None = None
     ack_expected_period_us: int | None = None
+    #: the longest an SHB may wait before acking what it delivered (GD's ``ack_delay_us``
+    #: [GD §3.1]; None: the protocol has no such rule, or a trace file written before it was
+    #: recorded — ``shb_ack_timing`` is then not judged)
+    ack_delay_us: int | None = None
     #: the physical links ``(a, b)`` (a < b), for the link-bundle rule [GD §3.1] (empty: the
     #: protocol has no bundles, or a trace file written before they were recorded)
     links: tuple[tuple[str, str], ...] = ()

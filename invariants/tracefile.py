@@ -22,10 +22,11 @@ Format ``gapless-trace``, version 2 (UTF-8, one JSON object per line):
   (the pubends of a total-order group), ``roles`` (broker -> ``"phb"``, ``"ib"`` or ``"shb"``)
   and ``min_repetition_us``; optionally ``aet_us`` and ``ack_expected_period_us`` (the
   pubend's liveness rule [GD §3.2]; a file without them leaves ``ack_expected_timing``
-  unjudged) and ``links`` (the physical links, ``[a, b]`` pairs; a file without them leaves
-  ``down_link_routing`` unjudged). ``live_end``: the trace ends with every fault healed and the
-  network drained, so liveness is judged at its end. ``meta`` is free-form (scenario, seed,
-  digest).
+  unjudged), ``ack_delay_us`` (how long an SHB may wait to ack what it delivered [GD §3.1];
+  a file without it leaves ``shb_ack_timing`` unjudged) and ``links`` (the physical links,
+  ``[a, b]`` pairs; a file without them leaves ``down_link_routing`` unjudged).
+  ``live_end``: the trace ends with every fault healed and the network drained, so
+  liveness is judged at its end. ``meta`` is free-form (scenario, seed, digest).
 * every other line, one record: ``{"seq", "time", "node", "kind", "detail"}`` with ``kind``
   one of :data:`~gapless.impl.trace.RECORD_KINDS` and ``detail`` by kind:
 
@@ -303,6 +304,7 @@ def _context_out(ctx: CheckContext) -> dict[str, Any]:
             for k, v in (
                 ("aet_us", ctx.aet_us),
                 ("ack_expected_period_us", ctx.ack_expected_period_us),
+                ("ack_delay_us", ctx.ack_delay_us),
             )
             if v is not None
         },
@@ -633,6 +635,7 @@ def _context_in(
         payload_attributes=_payload_attributes,
         aet_us=_positive_or_none(rd, c, w, "aet_us"),
         ack_expected_period_us=_positive_or_none(rd, c, w, "ack_expected_period_us"),
+        ack_delay_us=_non_negative_or_none(rd, c, w, "ack_delay_us"),
         links=_links_in(rd, c),
     )
 
@@ -650,6 +653,13 @@ def _positive_or_none(rd: _Reader, c: dict[str, Any], w: str, key: str) -> int |
     v = rd.opt_int(c, w, key)
     if v is not None and v <= 0:
         raise rd.fail(f"{w}.{key} must be a positive integer (µs) or absent, not {v}")
+    return v
+
+
+def _non_negative_or_none(rd: _Reader, c: dict[str, Any], w: str, key: str) -> int | None:
+    v = rd.opt_int(c, w, key)
+    if v is not None and v < 0:
+        raise rd.fail(f"{w}.{key} must be a non-negative integer (µs) or absent, not {v}")
     return v
 
 

@@ -127,6 +127,7 @@ class GDBinding:
         self.min_repetition_us = int(config.min_repetition_us)
         self.aet_us = int(config.aet_us)
         self.ack_expected_period_us = int(config.ack_expected_period_us)
+        self.ack_delay_us = int(config.ack_delay_us)
         self._wire_msg: Any = None
         self._wire_last: Wire | None = None
         #: the rule of the step whose effects the world is handling (see the module doc)
@@ -241,5 +242,7 @@ def check_context(
         # a binding without the pubend's liveness rule (a toy) leaves it unjudged
         aet_us=getattr(binding, "aet_us", None),
         ack_expected_period_us=getattr(binding, "ack_expected_period_us", None),
+        # a binding without an SHB ack delay (a toy) leaves shb_ack_timing unjudged
+        ack_delay_us=getattr(binding, "ack_delay_us", None),
         links=tuple(sorted((min(a, b), max(a, b)) for a, b in graph.edges)),
     )

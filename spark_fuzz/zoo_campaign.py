@@ -42,7 +42,13 @@ DEFAULT_SUITE: tuple[dict[str, Any], ...] = (
         "workload": {"drain_s": 11.0, "filters": "mixed"},
         "faults": {
             "profile": "rates",
-            "rates": {"crash": 0.6, "drop": 1.0, "duplicate": 0.5, "reorder": 0.8},
+            "rates": {
+                "crash": 0.6,
+                "drop": 1.0,
+                "duplicate": 0.5,
+                "reorder": 0.8,
+                "link_fail": 1.0,
+            },
         },
     },
 )
@@ -52,9 +58,10 @@ DEFAULT_SUITE: tuple[dict[str, Any], ...] = (
   (``merge-f-while-q``)
   and nack repetition (``no-nack-repetition``: a drain shorter than AckExpected's period
   AET = 10 s [GD §3.2] leaves repetition as the only repair);
-* GD Figure 3 with broker crashes too and an 11 s drain (longer than AET): AckExpected after
-  a pubend restart (``ignore-ack-expected``), consolidation across cells of intermediate
-  brokers.
+* GD Figure 3 with broker crashes and link failures too and an 11 s drain (longer than AET):
+  AckExpected after a pubend restart (``ignore-ack-expected``), consolidation across cells of
+  intermediate brokers, detours round a failed link of a bundle member (``drop-detours``:
+  one broker of a cell loses a link its neighbour keeps, which crashes never do).
 """
 
 

@@ -68,6 +68,8 @@ def knowledge_cell(
         if msg.for_cell not in ctx.children.get(p, ()):
             step.reject(f"sideways message for a cell not downstream: {msg.for_cell}")
             return False, None
+        if not ctx.policy.take_detours:
+            return False, msg.for_cell  # the zoo's drop-detours: accepted, then dropped unsaid
         return True, msg.for_cell
     if sender_cell != ctx.parent.get(p):
         step.reject(f"knowledge of {p} from {sender}, not upstream")

@@ -38,6 +38,11 @@ Fields and the paper's rule:
 * ``sideways_once`` [GD §3.1]: knowledge that came sideways from a cell neighbour goes down a
   link of the broker into the cell or nowhere (one sideways hop); False: it may be routed
   sideways again, back into the cell (a broker that lost the cell returns it).
+* ``ack_in_order`` [GD §2.1.1, §3.1]: the SHB's in-order shortcut acks (arms the ack timer
+  for) what it delivers, as the general rules do; False: it never does while an ack delay is
+  set, so acks wait for a slow-path step or for AckExpected [GD §3.2].
+* ``take_detours`` [GD §3.1]: an IB acts on knowledge a cell neighbour routes to it sideways
+  for a downstream cell; False: it accepts such a message and drops it without a word.
 * ``repeat_nacks`` [GD §3.2]: unsatisfied nacks are repeated every NRT (and AckExpected nacks
   every Q tick again); False: a subend never nacks a tick twice.
 
@@ -134,6 +139,8 @@ class GDPolicy:
     periodic_ack_expected: bool = True
     route_around_down_links: bool = True
     sideways_once: bool = True
+    ack_in_order: bool = True
+    take_detours: bool = True
 
 
 PAPER_POLICY: GDPolicy = GDPolicy()

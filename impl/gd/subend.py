@@ -326,8 +326,10 @@ def shb_in_order(
     deliver(st, st.index, p, d, step)
     s = evolve(s, knowledge=s.knowledge.acknowledge(d.tick), last_sender=sender)
     if not (s.ack_armed and st.ctx.config.ack_delay_us):
-        # (an armed ack timer makes _ack return the stream unchanged, effect-free)
-        s = _ack(st, p, s, step, False)
+        # (an armed ack timer makes _ack return the stream unchanged, effect-free; policy
+        # ack_in_order False, the zoo's ack-waits-for-ack-expected, skips it while a delay is set)
+        acks = st.ctx.policy.ack_in_order or not st.ctx.config.ack_delay_us
+        s = _ack(st, p, s, step, False) if acks else s
     # _arm_gct has nothing to do: nothing is known above the new fin (no gap), and p is in no
     # total-order group
     i = st.ctx.index[p]

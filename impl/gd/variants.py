@@ -306,5 +306,33 @@ VARIANTS: Final[dict[str, Variant]] = {
         ),
         sideways_once=False,
     ),
+    "ack-waits-for-ack-expected": _bug(
+        "ack-waits-for-ack-expected",
+        ("shb_ack_timing",),
+        (),
+        (
+            "The SHB's in-order shortcut (the common case: the next message, nothing pending) "
+            "delivers but never arms the ack timer, so what it delivered is acked only when a "
+            "slow-path step arms it or when the pubend asks with AckExpected, AET later "
+            "[GD §2.1.1, §3.1, §3.2] (issue 18: a mutant of subend.py that passed the demo). "
+            "Subscribers see nothing and the logs upstream are held AET instead of the ack "
+            "delay; *shb_ack_timing* catches it; needs no fault."
+        ),
+        ack_in_order=False,
+    ),
+    "drop-detours": _bug(
+        "drop-detours",
+        ("sideways_forwarded",),
+        ("link_fail",),
+        (
+            "An IB accepts knowledge its cell neighbour routes to it sideways for a downstream "
+            "cell the neighbour lost its link to, then drops it without a Rejected record "
+            "[GD §3.1] (issue 18: a mutant of knowledge_cell that passed the demo). The cell "
+            "finds the gap and nacks, so subscribers see only delay; *sideways_forwarded* "
+            "catches it; needs a failed link from one broker of a bundle to a downstream cell "
+            "while its neighbour's link there stays up."
+        ),
+        take_detours=False,
+    ),
 }
 """GD's planted bugs by name."""

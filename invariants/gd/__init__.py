@@ -10,8 +10,9 @@
 (:mod:`gapless.invariants.gd.timers`), the refused-input rule
 (:mod:`gapless.invariants.gd.refusals`), the quiet-delivery rule
 (:mod:`gapless.invariants.gd.quiet`), the one-sideways-hop rule
-(:mod:`gapless.invariants.gd.sideways`) and the silence rule
-(:mod:`gapless.invariants.gd.silence`). Their names, in report order, are
+(:mod:`gapless.invariants.gd.sideways`), the silence rule
+(:mod:`gapless.invariants.gd.silence`), the SHB ack rule (:mod:`gapless.invariants.gd.acks`)
+and the detour rule (:mod:`gapless.invariants.gd.detour`). Their names, in report order, are
 ``gapless.invariants.INVARIANTS``.
 """
 
@@ -19,8 +20,10 @@ from __future__ import annotations
 
 from typing import Final
 
+from gapless.invariants.gd.acks import GDShbAckTiming
 from gapless.invariants.gd.conformance import GDConformance
 from gapless.invariants.gd.delivery import GDDelivery
+from gapless.invariants.gd.detour import GDSidewaysForwarded
 from gapless.invariants.gd.links import GDDownLinkRouting
 from gapless.invariants.gd.quiet import GDQuietDelivery
 from gapless.invariants.gd.refusals import GDRefusedInput
@@ -41,6 +44,8 @@ __all__ = [
     "GDOwnTimers",
     "GDQuietDelivery",
     "GDRefusedInput",
+    "GDShbAckTiming",
+    "GDSidewaysForwarded",
     "GDSidewaysOneHop",
     "GDSilence",
 ]
@@ -56,5 +61,7 @@ PLUGINS: Final[tuple[type[Plugin], ...]] = (
     GDQuietDelivery,
     GDSidewaysOneHop,
     GDSilence,
+    GDShbAckTiming,
+    GDSidewaysForwarded,
 )
 """GD's plug-ins, in the order they judge a record."""

@@ -19,6 +19,7 @@ from gapless.impl.effects import Deliver, DeliverCohort, Persist, Send, SetTimer
 from gapless.impl.errors import ProtocolMisuse
 from gapless.impl.gd import (
     PAPER_POLICY,
+    Ack,
     AckExpected,
     GDConfig,
     GDPolicy,
@@ -424,6 +425,12 @@ def zoo_run(policy: GDPolicy, scenario: str) -> Net:
             net.link(b, "s", False, 100_000)
             net.link(b, "s", True, 300_000)
         net.run(3_000_000)
+    elif scenario == "detour":  # b1 loses s a while, b2 keeps it: b1's share goes via b2
+        net = make(_bundle(), policy)
+        publish(net, 40)
+        net.link("b1", "s", False, 100_000)
+        net.link("b1", "s", True, 300_000)
+        net.run(3_000_000)
     elif scenario == "tail":  # the last message is lost, then the publishers pause
         net = make(two_shb(), policy, aet_us=1_000_000)
         publish(net, 20)
@@ -473,6 +480,8 @@ SCENARIO: dict[str, str] = {
     "no-ack-expected": "tail",
     "route-into-down-link": "bundle",
     "sideways-again": "bundle-lost",
+    "ack-waits-for-ack-expected": "filter",
+    "drop-detours": "detour",
 }
 
 
@@ -504,6 +513,51 @@ def sideways_again(net: Net) -> list[str]:
     return out
 
 
+def acks_late(net: Net) -> list[str]:
+    """[GD §2.1.1, §3.1] An SHB acks what it delivered within the ack delay (deliveries
+    whose deadline falls after the last send are not judged)."""
+    delay = GDConfig().ack_delay_us
+    end = max((t for t, *_ in net.sent), default=0)
+    acks: dict[tuple[str, str], list[tuple[int, int]]] = {}
+    for t, a, _b, m in net.sent:
+        if isinstance(m, Ack):
+            acks.setdefault((a, m.pubend), []).append((t, m.upto))
+    out: list[str] = []
+    for at, sub, p, tick, _payload in net.delivered:
+        shb = net.topo.subscribers[sub].shb
+        if at + delay < end and not any(
+            t <= at + delay and upto >= tick for t, upto in acks.get((shb, p), ())
+        ):
+            out.append(f"ack late: {shb} delivered {p}@{tick} at {at}, no ack by {at + delay}")
+    return out
+
+
+def detours_dropped(net: Net) -> list[str]:
+    """[GD §3.1] A sideways message for a cell is sent on first-time into that cell by the
+    neighbour it reached, unless that neighbour's links into the cell were down too."""
+    cell = {n: spec.cell for n, spec in net.topo.brokers.items()}
+    out: list[str] = []
+    for t, a, b, m in net.sent:
+        if not isinstance(m, Knowledge) or m.data is None or m.for_cell is None:
+            continue
+        into = [x for x in net.topo.brokers if cell[x] == m.for_cell]
+        arrive = t + net.delay(a, b)
+        if all(net.down_at(b, x, arrive + 1) for x in into):
+            continue
+        if not any(
+            t2 >= t
+            and a2 == b
+            and b2 in into
+            and isinstance(m2, Knowledge)
+            and m2.data is not None
+            and m2.data.tick == m.data.tick
+            and not m2.retransmission
+            for t2, a2, b2, m2 in net.sent
+        ):
+            out.append(f"detour dropped: {a} sent {b} {m.pubend}@{m.data.tick} for {m.for_cell}")
+    return out
+
+
 def verdict(net: Net) -> list[str]:
     subs = [s for s, spec in net.topo.subscribers.items() if spec.group is not None]
     return (
@@ -511,6 +565,8 @@ def verdict(net: Net) -> list[str]:
         + net.conformance(GDConfig().min_repetition_us)
         + net.total_order_problems(subs)
         + sideways_again(net)
+        + acks_late(net)
+        + detours_dropped(net)
     )
 
 

@@ -44,6 +44,7 @@ def _ctx(graph_fn: Any = fig3, subs: tuple[SubscriptionInfo, ...] | None = None)
         payload_attributes=lambda payload: payload,
         aet_us=AET,
         ack_expected_period_us=AE_PERIOD,
+        ack_delay_us=ACK_DELAY,
         links=tuple(sorted((min(a, b), max(a, b)) for a, b in g.edges)),
     )
 
@@ -51,6 +52,8 @@ def _ctx(graph_fn: Any = fig3, subs: tuple[SubscriptionInfo, ...] | None = None)
 #: the pubend's liveness parameters in these hand-built traces (µs)
 AET = 10_000
 AE_PERIOD = 1_000
+#: how long an SHB may wait to ack what it delivered in these traces (µs)
+ACK_DELAY = 500
 
 
 class T:
@@ -575,12 +578,41 @@ CASES += [
 ]
 
 
+def _acked(upto_at: int | None) -> T:
+    """s1 delivers P1@10 at 300 µs and P1@20 at 310 µs; with ``upto_at``, it acks both
+    upstream at that time; a status message at 5,000 µs carries the trace past every
+    deadline (300 + ACK_DELAY)."""
+    t = _base()
+    if upto_at is not None:
+        t.send(upto_at, "s1", "b1", Wire(kind="ack", pubend="P1", upto=tick(20)))
+    return t.send(5_000, "b1", "b2", Wire(kind="status"))
+
+
+def _detour(forwarded: bool) -> T:
+    """b4 lost s3 (its link failed): it sends P1@10 sideways to b3 [GD §3.1]; with
+    ``forwarded``, b3 sends it on into s3."""
+    w = Wire(kind="data", pubend="P1", data_ticks=(tick(10),))
+    t = T().publish(10, "P1", 0).fault(150, "link_fail", "b4|s3")
+    t.send(200, "p1", "b4", w).send(300, "b4", "b3", w)
+    if forwarded:
+        t.send(1_301, "b3", "s3", w)
+    return t.fault(2_000, "link_fail", "b4|s3", phase="end")
+
+
+CASES += [
+    # an ack at 800 µs covers both deliveries in time; one at 900 µs is late for the first
+    ("shb_ack_timing", lambda: _acked(900), lambda: _acked(800)),
+    ("shb_ack_timing", lambda: _acked(None), lambda: _acked(800)),
+    ("sideways_forwarded", lambda: _detour(False), lambda: _detour(True)),
+]
+
+
 @pytest.mark.parametrize(
     ("name", "bad", "good"), CASES, ids=[f"{c[0]}-{c[1].__name__}" for c in CASES]
 )
 def test_violating_trace_is_caught_and_the_fixed_one_passes(name: str, bad: Any, good: Any) -> None:
     ctx = _total_ctx() if name == "total_order" else _ctx()
-    live = name in ("liveness", "quiet_delivery")
+    live = name in ("liveness", "quiet_delivery", "sideways_forwarded")
     v = _check(bad(), names=(name,), ctx=ctx, live=live)
     assert v is not None, f"{name}: the violating trace passed"
     assert v.invariant == name

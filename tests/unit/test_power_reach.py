@@ -53,3 +53,18 @@ def test_an_unknown_mutant_and_no_seeds_are_refused() -> None:
         reach("impl/streams/runs.py:1:nothing#0", 1)
     with pytest.raises(ReachError, match="seeds must be"):
         reach(_by_hand(*_DROPS_THE_TAIL), 0)
+
+
+def test_a_cell_ledger_method_is_probed_beside_the_original() -> None:
+    """The cell ledgers are frozen values (an edit returns a new one), so a mutant of one of
+    their methods may run a second time on the same arguments (power8: ``ledger.py:183``)."""
+    mutant = _by_hand(
+        "impl/ledger.py",
+        "if filtered is self.filtered and curious is self.curious:",
+        "if filtered is not self.filtered and curious is self.curious:",
+    )
+    probe = probe_source(mutant, (ROOT / "impl/ledger.py").read_text())
+    assert (
+        "CellLedger.release = _reach_wrap(CellLedger.__dict__['release'], _reach_mutant)" in probe
+    )
+    compile(probe, "ledger.py", "exec")

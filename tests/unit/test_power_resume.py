@@ -154,7 +154,7 @@ def test_the_report_lists_every_campaign_verdict(monkeypatch: pytest.MonkeyPatch
         {"mutant": "b", "module": "impl/m1.py", "diff": "d"},
     ]
     monkeypatch.setattr(power, "run_modules", lambda: ["impl/m0.py", "impl/m1.py"])
-    monkeypatch.setattr(power, "sample", lambda *_a: _mutants()[:2])
+    monkeypatch.setattr(power, "sample", lambda *_a, **_k: _mutants()[:2])
     monkeypatch.setattr(power, "verdict_keys", lambda: {"tests": "t", "campaign": "c"})
     monkeypatch.setattr(power, "run_lines", lambda *_a: {})
     monkeypatch.setattr(power, "unrun", lambda *_a: [])

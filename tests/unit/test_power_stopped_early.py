@@ -81,7 +81,7 @@ def test_a_kill_by_timeouts_alone_is_named(monkeypatch: pytest.MonkeyPatch) -> N
         },
     ]
     monkeypatch.setattr(power, "run_modules", lambda: ["impl/m.py"])
-    monkeypatch.setattr(power, "sample", lambda *_a: [])
+    monkeypatch.setattr(power, "sample", lambda *_a, **_k: [])
     monkeypatch.setattr(power, "verdict_keys", lambda: {"tests": "t", "campaign": "c"})
     monkeypatch.setattr(power, "run_lines", lambda *_a: {})
     monkeypatch.setattr(power, "unrun", lambda *_a: [])
