@@ -103,8 +103,10 @@ from gapless.benchmarks._mutants import DRAWS, Mutant, mutant_named, sample, unr
 from gapless.benchmarks.power_judge import (
     FAST_TIERS,
     ROOT,
+    KillerFailsClean,
     judge_campaign,
     judge_tests,
+    killer_passes_clean,
     ordered_test_files,
 )
 from gapless.benchmarks.power_judge import stage as _stage
@@ -197,10 +199,45 @@ class _Store:
     def put(self, mutant: Mutant, record: dict[str, Any]) -> None:
         if self.dir is None:
             return
-        f = self.dir / f"{_key(mutant)}.json"
+        self._write(self.dir / f"{_key(mutant)}.json", record)
+
+    def killers(self, tests_key: str) -> dict[str, bool]:
+        """Tests already run on the unmutated code under ``tests_key``: passed or not."""
+        f = None if self.dir is None else self.dir / "clean-killers.json"
+        if f is None or not f.exists():
+            return {}
+        got = json.loads(f.read_text())
+        return dict(got["tests"]) if got.get("tests_key") == tests_key else {}
+
+    def put_killer(self, tests_key: str, test_id: str, passed: bool) -> None:
+        if self.dir is None:
+            return
+        tests = {**self.killers(tests_key), test_id: passed}
+        self._write(self.dir / "clean-killers.json", {"tests_key": tests_key, "tests": tests})
+
+    @staticmethod
+    def _write(f: Path, data: dict[str, Any]) -> None:
         tmp = f.with_suffix(".tmp")
-        tmp.write_text(json.dumps(record, indent=1, sort_keys=True))
+        tmp.write_text(json.dumps(data, indent=1, sort_keys=True))
         tmp.replace(f)
+
+
+def _check_killer(test_id: str, mutant: Mutant, work: Path, params: dict[str, Any]) -> None:
+    """Stop the bench when the test that killed ``mutant`` fails on the unmutated code too
+    (checked once per test and tests key, remembered in ``out``): its kills are not the
+    mutants', and every figure after would count them."""
+    store: _Store = params.get("_store") or _Store(None)
+    key = str(params.get("tests_key"))
+    known = store.killers(key)
+    if test_id not in known:
+        known[test_id] = killer_passes_clean(test_id, mutant.module, work / "clean")
+        store.put_killer(key, test_id, known[test_id])
+    if not known[test_id]:
+        raise KillerFailsClean(
+            f"bench power: {test_id} fails on the unmutated code as well (it killed "
+            f"{mutant.ident}); a kill by it is not the mutant's. Make the fast tiers pass "
+            "on this commit, then run the bench again"
+        )
 
 
 def _judge(
@@ -213,6 +250,8 @@ def _judge(
         t0 = time.perf_counter()
         if what == "tests":
             got = judge_tests(mutant, env, work)
+            if got["killed"] and got["by"]:
+                _check_killer(got["by"], mutant, work, params)
             record = {**record, "killed_by_tests": got["killed"], "tests_by": got["by"]}
             record["tests_pass"] = got["pass"]
             record["tests_key"] = params.get("tests_key")
@@ -416,7 +455,9 @@ def run(**given: str) -> dict[str, Any]:
     key = f"{keys['campaign']}:{params['schedules']}:{params['total_order']}:{params['master']}"
     params["campaign_key"] = key
     params["tests_key"] = keys["tests"]
-    records = _judge_all(mutants, _Store(params["out"]), params)
+    store = _Store(params["out"])
+    params["_store"] = store
+    records = _judge_all(mutants, store, params)
     judged = [r for r in records if _complete(r, params["campaigns"])]
     by_tests = sum(r["killed_by_tests"] for r in judged)
     by_campaign = sum(r.get("killed_by_campaign", False) for r in judged)

@@ -45,9 +45,11 @@ __all__ = [
     "FAST_TIERS",
     "JUDGE_PYTEST",
     "ROOT",
+    "KillerFailsClean",
     "import_distance",
     "judge_campaign",
     "judge_tests",
+    "killer_passes_clean",
     "one_campaign",
     "ordered_test_files",
     "stage",
@@ -174,6 +176,29 @@ def judge_tests(
             failed = _FAILED.search(done.stdout)
             return {"killed": True, "by": failed.group(1) if failed else None, "pass": n}
     return {"killed": False, "by": None, "pass": None}
+
+
+class KillerFailsClean(ValueError):
+    """A test that killed a mutant fails on the unmutated code too: every kill by it would be
+    counted for the mutant when it is the test's own failure."""
+
+
+def killer_passes_clean(test_id: str, module: str, work: Path) -> bool:
+    """Whether ``test_id`` (a pytest node id) passes with the **unmutated** ``impl/`` staged
+    exactly as a mutant of ``module`` is (same copy, paths, environment, Hypothesis profile):
+    a kill by a test that fails here is not the mutant's."""
+    source = (ROOT / module).read_text()
+    clean = Mutant(module=module, line=0, kind="none", index=0, source=source, diff="")
+    env = stage(clean, work)
+    done = subprocess.run(
+        [*JUDGE_PYTEST, "--basetemp", str(work / "pytest-clean"), test_id],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    return done.returncode == 0
 
 
 def _tier_files(tier: Path) -> list[Path]:
