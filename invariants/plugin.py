@@ -44,7 +44,7 @@ from __future__ import annotations
 
 import bisect
 from collections.abc import Callable, Iterable, Mapping
-from typing import Any, ClassVar, final
+from typing import Any, ClassVar, Final, final
 
 import attrs
 
@@ -54,6 +54,8 @@ from gapless.impl.trace import TraceRecord
 from gapless.invariants.violation import Violation
 
 __all__ = [
+    "LINK_FAULTS",
+    "NODE_FAULTS",
     "CheckContext",
     "Conn",
     "Ledger",
@@ -62,9 +64,29 @@ __all__ = [
     "Report",
     "SharedTicks",
     "SubscriptionInfo",
+    "fault_nodes",
     "invariant_names",
     "own_ticks",
 ]
+
+#: fault kinds that stop a broker, and those that cut a link; the others (loss, duplication,
+#: reordering windows, a subscriber's disconnection) never stop a send
+NODE_FAULTS: Final = frozenset({"crash", "stall_broker", "fail"})
+LINK_FAULTS: Final = frozenset({"link_fail", "stall_link"})
+
+
+def fault_nodes(kind: str, target: str) -> frozenset[str]:
+    """The brokers a fault record names: the broker of a broker fault, both ends of a link
+    (``a|b``), one side of a partition (``a,b,...``); empty for kinds that cannot stop a
+    send."""
+    if kind in NODE_FAULTS:
+        return frozenset((target,))
+    if kind in LINK_FAULTS:
+        return frozenset(target.split("|"))
+    if kind == "partition":
+        return frozenset(target.split(","))
+    return frozenset()
+
 
 LogEntry = tuple[Mapping[str, Any], int, TraceRecord]
 """A durably logged message: its attributes, when it was logged (µs) and the ``persisted``

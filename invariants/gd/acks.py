@@ -42,27 +42,11 @@ from collections.abc import Callable, Mapping
 from typing import ClassVar, Final, final
 
 from gapless.impl.trace import TraceRecord, Wire
-from gapless.invariants.plugin import Ledger, Plugin, Report
+from gapless.invariants.plugin import Ledger, Plugin, Report, fault_nodes
 
 __all__ = ["NAMES", "GDShbAckTiming"]
 
 NAMES: Final = ("shb_ack_timing",)
-
-#: fault kinds that stop a broker or cut one of its links (others — loss, duplication,
-#: reordering windows, a subscriber's disconnection — never stop a send)
-_NODE_FAULTS: Final = frozenset({"crash", "stall_broker", "fail"})
-_LINK_FAULTS: Final = frozenset({"link_fail", "stall_link"})
-
-
-def _fault_nodes(kind: str, target: str) -> frozenset[str]:
-    """The brokers a fault names (empty for kinds that cannot stop a send)."""
-    if kind in _NODE_FAULTS:
-        return frozenset((target,))
-    if kind in _LINK_FAULTS:
-        return frozenset(target.split("|"))
-    if kind == "partition":
-        return frozenset(target.split(","))
-    return frozenset()
 
 
 @final
@@ -161,7 +145,7 @@ class GDShbAckTiming(Plugin):
         if not self.enabled:
             return False
         d = r.detail
-        named = _fault_nodes(d.kind, d.target)
+        named = fault_nodes(d.kind, d.target)
         if named:
             ident = (d.kind, d.target)
             for s, near in self.watch.items():

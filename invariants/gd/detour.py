@@ -44,14 +44,11 @@ from collections.abc import Callable, Mapping
 from typing import ClassVar, Final, final
 
 from gapless.impl.trace import TraceRecord, Wire
-from gapless.invariants.plugin import Ledger, Plugin, Report
+from gapless.invariants.plugin import LINK_FAULTS, NODE_FAULTS, Ledger, Plugin, Report, fault_nodes
 
 __all__ = ["NAMES", "GDSidewaysForwarded"]
 
 NAMES: Final = ("sideways_forwarded",)
-
-_NODE_FAULTS: Final = frozenset({"crash", "stall_broker", "fail"})
-_LINK_FAULTS: Final = frozenset({"link_fail", "stall_link"})
 
 
 @final
@@ -160,15 +157,10 @@ class GDSidewaysForwarded(Plugin):
     def _on_fault(self, r: TraceRecord) -> bool:
         d = r.detail
         kind = d.kind
-        if kind in _NODE_FAULTS:
-            named: frozenset[str] = frozenset((d.target,))
-        elif kind in _LINK_FAULTS:
-            named = frozenset(d.target.split("|"))
-        elif kind == "partition":
-            named = frozenset(d.target.split(","))
-        else:
+        named = fault_nodes(kind, d.target)
+        if not named:
             return False
-        if kind in _NODE_FAULTS and d.target in self.ibs:
+        if kind in NODE_FAULTS and d.target in self.ibs:
             # a crash loses the istream: what the broker was sent before is forgotten
             for key in [k for k in self.sent_to if k[0] == d.target]:
                 del self.sent_to[key]
@@ -176,7 +168,7 @@ class GDSidewaysForwarded(Plugin):
         for b, near in self.watch.items():
             if not named & near:
                 continue
-            if kind in _LINK_FAULTS and not (b in named and named & self.below[b]):
+            if kind in LINK_FAULTS and not (b in named and named & self.below[b]):
                 continue  # a link of b's other than into a cell below, or one not of b's
             if kind == "partition" and all((x in named) == (b in named) for x in self.below[b]):
                 continue  # b and every broker below on one side

@@ -43,7 +43,7 @@ from typing import ClassVar, Final, final
 
 from gapless.impl.trace import TraceRecord, Wire
 from gapless.invariants.gd.traffic import readers
-from gapless.invariants.plugin import Ledger, Plugin, Report
+from gapless.invariants.plugin import NODE_FAULTS, Ledger, Plugin, Report, fault_nodes
 
 __all__ = ["NAMES", "GDAckExpectedTiming"]
 
@@ -144,13 +144,8 @@ class GDAckExpectedTiming(Plugin):
     def _involved(self, kind: str, target: str) -> tuple[set[str], bool]:
         """The nodes a fault involves, and whether it separates them (a link or partition)
         rather than stopping each (a broker fault); empty for faults that cannot stop a send."""
-        if kind in ("crash", "stall_broker", "fail"):
-            return {target}, False
-        if kind in ("link_fail", "stall_link"):
-            return set(target.split("|")), True
-        if kind == "partition":
-            return set(target.split(",")), True
-        return set(), False
+        nodes = set(fault_nodes(kind, target))
+        return nodes, bool(nodes) and kind not in NODE_FAULTS
 
     def _relevant(self, key: tuple[str, str], kind: str, nodes: set[str], cut: bool) -> bool:
         mine = self.nodes[key]
