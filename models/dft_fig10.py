@@ -43,6 +43,8 @@ from copy import deepcopy
 from types import CellType, FunctionType
 from typing import Any, Final
 
+import networkx as nx
+
 from gapless.impl.effects import deliveries
 from gapless.impl.trace import TraceRecord
 from gapless.models.dft_binding import fig10, tree_of
@@ -101,7 +103,7 @@ def _failures(n: int, k: int, seed: int) -> FaultSchedule:
 
 
 def legitimate_deliveries(
-    run: Run, late: Iterable[tuple[str, int]], victims: Iterable[str], delta: int
+    graph: nx.Graph, late: Iterable[tuple[str, int]], victims: Iterable[str], delta: int
 ) -> int:
     """The deliveries legitimate propagation allows while the failures persist [DFT §VII]:
     each publication of ``late`` (``(pubend, number)``) at the subscriber of every live broker
@@ -109,9 +111,9 @@ def legitimate_deliveries(
     window of 2δ + 1 (:func:`~gapless.models.dft_figures.legitimately_connected`, the count
     Figure 9's second column uses). The roles are owed no more and must deliver no less: a
     Figure 10 point is the protocol meeting this count exactly."""
-    tree = tree_of(run.graph)
+    tree = tree_of(graph)
     down = set(victims)
-    host = dict(run.graph.graph["pubends"])
+    host = dict(graph.graph["pubends"])
     live = [b for b in tree.order if b not in down]
     per_source = Counter(host[pubend] for pubend, _ in late)
     return sum(
@@ -130,8 +132,8 @@ def legitimate_of_point(
     :func:`legitimate_deliveries`. For a stored point that ran before the bench reported
     ``legitimate``; ``tests/dft/_fig10_check.py`` shows it equal to the run's own figures."""
     spec = fig10_spec(n, delta, duration_s)
-    run = Run(spec, FaultSchedule(seed=seed, events=()), seed)
-    publishes = sorted(build(spec, seed)[2].publishes, key=lambda x: x.at_us)
+    _, graph, workload, _ = build(spec, seed)
+    publishes = sorted(workload.publishes, key=lambda x: x.at_us)
     number: Counter[str] = Counter()
     late: set[tuple[str, int]] = set()
     for x in publishes:
@@ -142,7 +144,7 @@ def legitimate_of_point(
             late.add((x.pubend, number[x.pubend]))
     return {
         "expected": len(late) * (n - k),
-        "legitimate": legitimate_deliveries(run, late, _victims(n, k, seed), delta),
+        "legitimate": legitimate_deliveries(graph, late, _victims(n, k, seed), delta),
     }
 
 
@@ -151,7 +153,7 @@ def _result(
 ) -> dict[str, Any]:
     out = run.outcome()
     expected = len(tally.late) * (n - k)
-    legit = legitimate_deliveries(run, tally.late, _victims(n, k, seed), delta)
+    legit = legitimate_deliveries(run.graph, tally.late, _victims(n, k, seed), delta)
     checker: Any = run.checker
     return {
         "delta": delta,
