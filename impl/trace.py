@@ -52,6 +52,7 @@ __all__ = [
     "CountersBuilder",
     "Dropped",
     "Fault",
+    "Malformed",
     "Published",
     "Received",
     "Sent",
@@ -97,6 +98,7 @@ RECORD_KINDS: Final = frozenset(
         "disconnect",  # a subscriber disconnected (detail: inputs.Disconnect)
         "link",  # a node was told a link changed (detail: inputs.LinkChanged)
         "rejected",  # a node rejected a network input (detail: effects.Rejected)
+        "malformed",  # a step left a role value out of canonical form (detail: Malformed)
         "coverage",  # digest version 1 only: a coverage label (now counted beside the trace)
     }
 )
@@ -181,6 +183,15 @@ class Fault:
     kind: str
     target: str
     phase: str = "start"
+
+
+@final
+@attrs.frozen(kw_only=True)
+class Malformed:
+    """A step left a value of the node's role state out of its type's canonical form:
+    ``text`` names the value and what is wrong (the binding's ``malformed``)."""
+
+    text: str
 
 
 @final

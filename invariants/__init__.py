@@ -11,7 +11,7 @@ logged_first, gapless, exactly_once, total_order, no_e, liveness) and the wire-c
 ones (:data:`CONFORMANCE`: nack_consolidation, ack_consolidation, retransmission_targets,
 silence_targets, minimal_traffic, ack_expected_timing, down_link_routing, own_timers,
 refused_input, quiet_delivery, sideways_one_hop, silence_hides_nothing, shb_ack_timing,
-sideways_forwarded).
+sideways_forwarded, canonical_state).
 :mod:`gapless.invariants.tracefile` writes and reads trace files (``gapless check``);
 :mod:`gapless.invariants.laws` holds the lattice law checkers.
 """
@@ -47,5 +47,6 @@ CONFORMANCE: Final = (
     "silence_hides_nothing",
     "shb_ack_timing",
     "sideways_forwarded",
+    "canonical_state",
 )
 INVARIANTS: Final = DELIVERY + CONFORMANCE

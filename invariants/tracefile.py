@@ -47,7 +47,8 @@ Format ``gapless-trace``, version 2 (UTF-8, one JSON object per line):
     ``{"subscriber"}``; ``fault``: ``{"kind", "target", "phase"}``
   - ``timer``, ``link``, ``rejected``, ``coverage``: ``{"text"}``, a description the
     invariants do not read (so ``own_timers``, which needs a rejection's input, is not judged
-    from a file).
+    from a file); ``malformed``: ``{"text"}``, what ``canonical_state`` reports (read back as
+    a :class:`Note`, judged the same).
 * the last line, the end record: ``{"end": {"records": N, "sha256": HEX}}`` — the number of
   records and the SHA-256 of every line before it (the header included), each line's text
   without its line terminator followed by one ``"\n"``. A file without it was cut short (a
@@ -89,6 +90,7 @@ from gapless.impl.trace import (
     WIRE_KINDS,
     Dropped,
     Fault,
+    Malformed,
     Published,
     Received,
     Sent,
@@ -156,8 +158,9 @@ class Payload:
 @final
 @attrs.frozen(kw_only=True)
 class Note:
-    """The detail of a ``timer``, ``link``, ``rejected`` or ``coverage`` record read from a
-    file: its description (the invariants do not read these)."""
+    """The detail of a ``timer``, ``link``, ``rejected``, ``coverage`` or ``malformed``
+    record read from a file: its description (only ``canonical_state`` reads one, the
+    ``malformed`` text)."""
 
     text: str
 
@@ -279,8 +282,8 @@ def _detail_out(ctx: CheckContext, r: TraceRecord) -> dict[str, Any]:
         return {"subscriber": d.subscriber}
     if k == "fault" and isinstance(d, Fault):
         return {"kind": d.kind, "target": d.target, "phase": d.phase}
-    if k in ("timer", "link", "rejected", "coverage"):
-        return {"text": d.text if isinstance(d, Note) else repr(d)[:500]}
+    if k in ("timer", "link", "rejected", "coverage", "malformed"):
+        return {"text": d.text if isinstance(d, Note | Malformed) else repr(d)[:500]}
     raise TraceFileError(
         f"{where}: cannot write a {type(d).__name__} detail for kind {k!r}; allowed kinds: "
         + ", ".join(sorted(RECORD_KINDS))

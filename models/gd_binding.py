@@ -120,6 +120,8 @@ class GDBinding:
         self.policy = policy
         self.handle = gd.handle
         self.crash = gd.crash
+        #: the first stream a step left out of canonical form (``canonical_state``)
+        self.malformed = gd.malformed
         self._observe = getattr(gd, "Observe", None)
         # the roles exchange LinkStatus messages on their own timer [GD §3.1]; the world only
         # reports link failures and heals

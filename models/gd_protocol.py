@@ -68,6 +68,7 @@ ENTRY: Final = ProtocolEntry(
         "no_e",
         "minimal_traffic",
         "down_link_routing",
+        "canonical_state",
     ),
     context=check_context,
     checker=Checker,

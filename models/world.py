@@ -116,6 +116,7 @@ from gapless.impl.inputs import (
 from gapless.impl.trace import (
     Dropped,
     Fault,
+    Malformed,
     Published,
     Sent,
     TraceDigest,
@@ -262,6 +263,14 @@ class World:
         self.delay = link_delay_us
         self.jitter = link_jitter_us
         self._has_coverage = hasattr(binding, "coverage")
+        self._malformed: Callable[[Any, Any], str | None] | None = getattr(
+            binding, "malformed", None
+        )
+        self.check_forms = False
+        """Whether each step that changes a node's state asks the binding's optional
+        ``malformed(before, after)`` and records what it names as a ``malformed`` record
+        (``canonical_state``, :mod:`gapless.invariants.gd.forms`); a run turns it on when that
+        invariant is judged."""
         self._effect_labels: Callable[[Any], tuple[str, ...] | None] | None = getattr(
             binding, "effect_labels", None
         )
@@ -337,6 +346,10 @@ class World:
         if self._has_coverage and state is not before:
             for label in self.binding.coverage(before, state, inp):  # type: ignore[attr-defined]
                 self.coverage[label] = self.coverage.get(label, 0) + 1
+        if self.check_forms and state is not before and self._malformed is not None:
+            problem = self._malformed(before, state)
+            if problem is not None:
+                self._rec(node.name, "malformed", Malformed(text=problem))
         for eff in effects:
             if type(eff) is Send:  # the commonest effect: no second dispatch
                 self._send(node, eff)

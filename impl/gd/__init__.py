@@ -110,6 +110,7 @@ from gapless.impl.gd.state import (
     NodeState,
     PHBState,
     SHBState,
+    malformed,
 )
 from gapless.impl.gd.step import LOG_KEY, Observe
 from gapless.impl.gd.topology import BrokerSpec, GDTopology, SubscriberSpec, figure3, two_broker
@@ -146,6 +147,7 @@ __all__ = [
     "initial_states",
     "logged",
     "logged_batch",
+    "malformed",
     "on_connect",
     "on_disconnect",
     "on_link_changed",

@@ -60,7 +60,7 @@ from typing import final
 import attrs
 
 from gapless.impl.knowledge import F, Kind, Knowledge
-from gapless.impl.ticksets import TickSet, run_end
+from gapless.impl.ticksets import TickSet, run_end, union
 
 __all__ = [
     "PAPER_POLICY",
@@ -72,6 +72,7 @@ __all__ = [
     "paper_first_time_silence",
     "paper_merge_horizon",
     "paper_nack_upstream",
+    "paper_remember_nacked",
 ]
 
 
@@ -88,6 +89,11 @@ def paper_doubt_horizon(settled_upto: int, known: TickSet) -> int:
 def paper_nack_upstream(newly_curious: TickSet, requested: TickSet) -> TickSet:
     """[GD §3.1] Nack consolidation: only ticks that were not already C go upstream."""
     return newly_curious
+
+
+def paper_remember_nacked(nacked: TickSet, fresh: TickSet) -> TickSet:
+    """[GD §3.2] The SHB's outstanding nacks after nacking ``fresh``: the union, one tick set."""
+    return union(nacked, fresh)
 
 
 def paper_merge_horizon(horizons: Sequence[int]) -> int:
@@ -125,6 +131,7 @@ class GDPolicy:
     name: str = "paper"
     doubt_horizon: Callable[[int, TickSet], int] = paper_doubt_horizon
     nack_upstream: Callable[[TickSet, TickSet], TickSet] = paper_nack_upstream
+    remember_nacked: Callable[[TickSet, TickSet], TickSet] = paper_remember_nacked
     forget_curiosity: bool = True
     merge_horizon: Callable[[Sequence[int]], int] = paper_merge_horizon
     filter_transfer: Callable[[Knowledge, bool], Knowledge] = paper_filter_transfer

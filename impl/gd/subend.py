@@ -216,7 +216,9 @@ def _nack(st: SHBState, p: str, s: Stream, rs: R.TickSet, step: Step) -> Stream:
     step.labels.append("C:N->C")
     send_nacks(st, s, p, rs, False, step)
     s = evolve(
-        s, nacked=R.union(s.nacked, rs), nack_at=step.now if s.nack_at is None else s.nack_at
+        s,
+        nacked=st.ctx.policy.remember_nacked(s.nacked, rs),
+        nack_at=step.now if s.nack_at is None else s.nack_at,
     )
     if not s.nrt_armed:
         step.out.append(SetTimer(key=timer_key(st.epoch, "nrt", p), at=step.now + s.rto_cur))

@@ -58,6 +58,12 @@ def filter_passes_data(value: Knowledge, matches: bool) -> Knowledge:
     return value
 
 
+def newest_nacked_first(nacked: TickSet, fresh: TickSet) -> TickSet:
+    """Bug: the new nack ranges are put in front of the outstanding ones, not joined with
+    them (a most-recent-first list where a tick set belongs)."""
+    return fresh + nacked
+
+
 def ack_highest_known(delivered_upto: int, highest_known: int) -> int:
     """Bug: ack the highest known tick, delivered or not."""
     return max(delivered_upto, highest_known)
@@ -171,6 +177,22 @@ VARIANTS: Final[dict[str, Variant]] = {
             "message one cell's subscribers do not match); no fault needed."
         ),
         filter_transfer=filter_passes_data,
+    ),
+    "newest-nacked-first": _bug(
+        "newest-nacked-first",
+        ("canonical_state",),
+        ("drop",),
+        (
+            "The SHB remembers what it nacked by putting the new ranges in front of its "
+            "outstanding ones instead of joining them [GD §3.2], so its tick set holds runs out of "
+            "order. "
+            "Every query of a run form assumes it canonical; this one still answers the SHB's "
+            "questions right in most runs, so no delivery invariant sees it. *canonical state* "
+            "(every lattice value a role holds after a step is in the form its verified "
+            "operations return) catches it at the step; needs two nacks by one SHB while the "
+            "first is outstanding (loss before an SHB)."
+        ),
+        remember_nacked=newest_nacked_first,
     ),
     "ack-before-delivery": _bug(
         "ack-before-delivery",

@@ -12,7 +12,9 @@
 (:mod:`gapless.invariants.gd.quiet`), the one-sideways-hop rule
 (:mod:`gapless.invariants.gd.sideways`), the silence rule
 (:mod:`gapless.invariants.gd.silence`), the SHB ack rule (:mod:`gapless.invariants.gd.acks`)
-and the detour rule (:mod:`gapless.invariants.gd.detour`). Their names, in report order, are
+the detour rule (:mod:`gapless.invariants.gd.detour`) and the canonical-state rule
+(:mod:`gapless.invariants.gd.forms`, the one that reads role state, through ``malformed``
+records). Their names, in report order, are
 ``gapless.invariants.INVARIANTS``.
 """
 
@@ -24,6 +26,7 @@ from gapless.invariants.gd.acks import GDShbAckTiming
 from gapless.invariants.gd.conformance import GDConformance
 from gapless.invariants.gd.delivery import GDDelivery
 from gapless.invariants.gd.detour import GDSidewaysForwarded
+from gapless.invariants.gd.forms import GDCanonicalState
 from gapless.invariants.gd.links import GDDownLinkRouting
 from gapless.invariants.gd.quiet import GDQuietDelivery
 from gapless.invariants.gd.refusals import GDRefusedInput
@@ -37,6 +40,7 @@ from gapless.invariants.plugin import Plugin
 __all__ = [
     "PLUGINS",
     "GDAckExpectedTiming",
+    "GDCanonicalState",
     "GDConformance",
     "GDDelivery",
     "GDDownLinkRouting",
@@ -63,5 +67,6 @@ PLUGINS: Final[tuple[type[Plugin], ...]] = (
     GDSilence,
     GDShbAckTiming,
     GDSidewaysForwarded,
+    GDCanonicalState,
 )
 """GD's plug-ins, in the order they judge a record."""

@@ -76,6 +76,7 @@ def to_ref(led: CuriosityLedger) -> ref.Ledger:
 
 
 def assert_canonical_cell(c: CellLedger) -> None:
+    assert c.form_problem() is None, "the cell's own form check agrees"
     assert ts.is_canonical(c.filtered)
     assert not c.filtered or c.filtered[0][0] > c.acked
     for r in c.curious.values():
@@ -85,6 +86,7 @@ def assert_canonical_cell(c: CellLedger) -> None:
 
 
 def assert_canonical(led: CuriosityLedger) -> None:
+    assert led.form_problem() is None, "the ledger's own form check agrees"
     for c in led.cells:
         assert_canonical_cell(c)
     prev = -1

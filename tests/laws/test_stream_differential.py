@@ -118,6 +118,7 @@ def check_stream(impl: Any, ref: ReferenceStream[Any], blk: Blocks, *, knowledge
     for x, y in pairwise(runs):
         assert x.value != y.value, "adjacent runs must differ (canonical form)"
         assert x.end + 1 == y.start, "runs must be contiguous"
+    assert impl.form_problem() is None, "the type's own form check agrees"
     assert impl.final_prefix == blk.first(ref.final_prefix())
     assert impl.extent == blk.first(ref.extent())
     assert impl.run_count == len(runs) - (1 if impl.final_prefix else 0)

@@ -32,6 +32,7 @@ from gapless.impl.gd import (
     handle,
     initial_states,
     logged,
+    malformed,
 )
 from gapless.impl.inputs import (
     Connect,
@@ -42,6 +43,7 @@ from gapless.impl.inputs import (
     Restart,
     TimerFired,
 )
+from gapless.impl.ticksets import is_canonical
 from gapless.spark_fuzz.zoo import ZOO, bug_names, policy_by_name
 from gapless.spec.filters import reference_match
 
@@ -71,6 +73,8 @@ class Net:
         self.connected: dict[str, int] = {}
         self.persists: dict[tuple[str, Any], Persist] = {}
         self.link_log: list[tuple[int, frozenset[str], bool]] = []
+        #: what a step left out of canonical form (``gapless.impl.gd.state.malformed``)
+        self.malformed: list[str] = []
         for n in sorted(self.states):
             self.push(0, n, Restart())
 
@@ -92,8 +96,13 @@ class Net:
                 continue
             if isinstance(inp, Restart):
                 self.down.discard(node)
-            st, eff = handle(self.states[node], inp, at)
+            before = self.states[node]
+            st, eff = handle(before, inp, at)
             self.states[node] = st
+            if st is not before:
+                problem = malformed(before, st)
+                if problem is not None:
+                    self.malformed.append(f"{node} at {at}: {problem}")
             if isinstance(inp, Persisted) and (node, inp.key) in self.persists:
                 info = logged(self.persists.pop((node, inp.key)))
                 if info is not None:
@@ -400,6 +409,19 @@ def zoo_run(policy: GDPolicy, scenario: str) -> Net:
 
         net.drop = drop
         net.run(8_000_000)
+    elif scenario == "loss-twice":  # two bursts lost on b-s1, the first one's repair too
+        net = make(two_shb(), policy)
+        publish(net, 60)
+        first = _lose_first_time("b", "s1", 100_000, 200_000)
+        second = _lose_first_time("b", "s1", 400_000, 500_000)
+
+        def drop(now: int, a: str, b: str, m: Any) -> bool:
+            first_time = isinstance(m, Knowledge) and not m.retransmission
+            repair = {a, b} == {"b", "s1"} and 200_000 <= now < 900_000 and not first_time
+            return first(now, a, b, m) or second(now, a, b, m) or repair
+
+        net.drop = drop
+        net.run(8_000_000)
     elif scenario == "filter":  # s1 wants x == 1 only; the IB filters the rest
         net = make(two_shb(("x == 1", "*")), policy)
         publish(net, 30, x=lambda i: i % 2)
@@ -482,6 +504,7 @@ SCENARIO: dict[str, str] = {
     "sideways-again": "bundle-lost",
     "ack-waits-for-ack-expected": "filter",
     "drop-detours": "detour",
+    "newest-nacked-first": "loss-twice",
 }
 
 
@@ -558,6 +581,16 @@ def detours_dropped(net: Net) -> list[str]:
     return out
 
 
+def out_of_form(net: Net) -> list[str]:
+    """Every lattice value a broker holds after a step, and every F range set it sends, is
+    in canonical form [GD §2.1, §3.1] (``canonical_state``)."""
+    out = list(net.malformed)
+    for t, a, b, m in net.sent:
+        if isinstance(m, Knowledge) and m.silence and not is_canonical(m.silence):
+            out.append(f"{a} sent {b} silence {m.silence} out of form at {t}")
+    return out
+
+
 def verdict(net: Net) -> list[str]:
     subs = [s for s, spec in net.topo.subscribers.items() if spec.group is not None]
     return (
@@ -567,6 +600,7 @@ def verdict(net: Net) -> list[str]:
         + sideways_again(net)
         + acks_late(net)
         + detours_dropped(net)
+        + out_of_form(net)
     )
 
 

@@ -10,7 +10,7 @@ import pytest
 
 from gapless.impl.effects import Deliver, DeliverCohort, Persist, Rejected
 from gapless.impl.inputs import Connect, Disconnect, Persisted, Receive, TimerFired
-from gapless.impl.trace import Fault, Published, Sent, TraceRecord, Wire
+from gapless.impl.trace import Fault, Malformed, Published, Sent, TraceRecord, Wire
 from gapless.invariants import INVARIANTS
 from gapless.invariants.checker import CheckContext, Checker, SubscriptionInfo, check_trace
 from gapless.models.topology import fig3, total_order
@@ -605,6 +605,18 @@ CASES += [
     ("shb_ack_timing", lambda: _acked(None), lambda: _acked(800)),
     ("sideways_forwarded", lambda: _detour(False), lambda: _detour(True)),
 ]
+
+
+def _malformed(bad: bool) -> T:
+    """The base run; with ``bad`` the world found s1's stream out of form after a step."""
+    t = _base()
+    if bad:
+        text = "stream of pubend 'P1': nacked: ((9, 9), (3, 4)) is not a canonical tick set"
+        t._add(305, "s1", "malformed", Malformed(text=text))
+    return t
+
+
+CASES += [("canonical_state", lambda: _malformed(True), lambda: _malformed(False))]
 
 
 @pytest.mark.parametrize(
