@@ -134,13 +134,24 @@ class Stream:
     def form_problem(self) -> str | None:
         """What keeps this stream's lattice values from their canonical form (None: none):
         the knowledge stream, the curiosity ledger and the SHB's ``nacked`` tick set, each
-        by its own type's check [GD §2.1, §3.1]."""
+        by its own type's check, and the one tie between the two lattices the ledger keeps
+        apart from the knowledge: upstream C only on ticks that are Q here [GD §2.1, §3.1]
+        (a nack makes C only what it could not answer; knowledge settles it)."""
         got = self.knowledge.form_problem()
         if got is not None:
             return f"knowledge: {got}"
         got = self.ledger.form_problem()
         if got is not None:
             return f"ledger: {got}"
+        k = self.knowledge
+        for lo, hi, _since in self.ledger.upstream:
+            known = k.known(lo, hi)
+            if known:
+                return (
+                    f"ledger: upstream C ({lo}, {hi}) holds ticks {known!r} the knowledge "
+                    "already knows; istream C lies only on Q ticks, settled as knowledge "
+                    "arrives [GD §3.1]"
+                )
         if not is_canonical(self.nacked):
             return f"nacked: {self.nacked!r} is not a canonical tick set"
         return None

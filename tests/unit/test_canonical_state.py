@@ -189,3 +189,13 @@ def test_a_trace_file_keeps_the_text(runs: dict[str, Any]) -> None:
     _out, path = runs["newest-nacked-first"]
     lines = Path(path).read_text(encoding="utf-8").splitlines()
     assert any('"malformed"' in line and "not a canonical tick set" in line for line in lines)
+
+
+def test_upstream_curiosity_on_a_known_tick_is_named() -> None:
+    led, _ = CuriosityLedger.fresh(1).nack(((3, 9),), 10)
+    s = Stream(knowledge=KnowledgeStream(), ledger=led)
+    assert s.form_problem() is None
+    known = attrs.evolve(s, knowledge=KnowledgeStream().accumulate(5, 5, S))
+    got = known.form_problem()
+    assert got is not None
+    assert "upstream C (3, 9) holds ticks ((5, 5),)" in got
