@@ -184,28 +184,6 @@ class CellLedger:
             return self
         return _copy(self, filtered=filtered, curious=curious)
 
-    def form_problem(self) -> str | None:
-        """What keeps this cell ledger from the form its operations return (None: none):
-        ``filtered`` and each broker's C are canonical tick sets above ``acked``, and no
-        broker is listed with no C [GD §3.1]."""
-        if not R.is_canonical(self.filtered):
-            return f"CellLedger: filtered {self.filtered!r} is not a canonical tick set"
-        if self.filtered and self.filtered[0][0] <= self.acked:
-            return (
-                f"CellLedger: filtered {self.filtered!r} reaches the acked prefix 0..{self.acked}"
-            )
-        for broker in sorted(self.curious):
-            got = self.curious[broker]
-            if not got:
-                return f"CellLedger: broker {broker!r} is listed with no C ticks"
-            if not R.is_canonical(got):
-                return f"CellLedger: C of {broker!r} {got!r} is not a canonical tick set"
-            if got[0][0] <= self.acked:
-                return (
-                    f"CellLedger: C of {broker!r} {got!r} reaches the acked prefix 0..{self.acked}"
-                )
-        return None
-
     def a_end(self, t: int) -> int | None:
         """The last tick of the run of ticks A for this cell that holds ``t``, None when ``t``
         is not A here (neither acked nor filtered)."""
@@ -291,26 +269,6 @@ class CuriosityLedger:
                 f"CuriosityLedger.with_cells: {len(cells)} cells; allowed: {len(self.cells)}"
             )
         return _copy(self, cells=cells)
-
-    def form_problem(self) -> str | None:
-        """What keeps this ledger from the form its operations return (None: none): every
-        cell ledger's form (:meth:`CellLedger.form_problem`) and the upstream C as ascending,
-        disjoint, non-empty ``(lo, hi, since)`` runs of ticks >= 0 [GD §3.1]."""
-        for i, c in enumerate(self.cells):
-            got = c.form_problem()
-            if got is not None:
-                return f"cell {i}: {got}"
-        prev = -1
-        for lo, hi, since in self.upstream:
-            if not (type(lo) is int and type(hi) is int and prev < lo <= hi):
-                return (
-                    f"CuriosityLedger: upstream run ({lo!r}, {hi!r}) is empty, negative or not "
-                    f"above the run before it (ending at {prev})"
-                )
-            if type(since) is not int or since < 0:
-                return f"CuriosityLedger: upstream run ({lo}, {hi}) became C at {since!r}"
-            prev = hi
-        return None
 
     def any_broker_curious(self) -> bool:
         """Whether some downstream broker has a C tick in some cell."""

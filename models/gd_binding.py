@@ -45,6 +45,7 @@ from gapless.impl.inputs import Publish, Receive, TimerFired
 from gapless.impl.trace import Wire
 from gapless.impl.variants import resolve
 from gapless.invariants.checker import CheckContext, SubscriptionInfo
+from gapless.invariants.gd.forms import malformed
 from gapless.models.binding import Binding
 from gapless.models.runspec import RunSpecError
 from gapless.models.workload import PublishEvent, Workload
@@ -121,7 +122,7 @@ class GDBinding:
         self.handle = gd.handle
         self.crash = gd.crash
         #: the first stream a step left out of canonical form (``canonical_state``)
-        self.malformed = gd.malformed
+        self.malformed = malformed
         self._observe = getattr(gd, "Observe", None)
         # the roles exchange LinkStatus messages on their own timer [GD §3.1]; the world only
         # reports link failures and heals

@@ -110,7 +110,6 @@ from gapless.impl.gd.state import (
     NodeState,
     PHBState,
     SHBState,
-    malformed,
 )
 from gapless.impl.gd.step import LOG_KEY, Observe
 from gapless.impl.gd.topology import BrokerSpec, GDTopology, SubscriberSpec, figure3, two_broker
@@ -147,7 +146,6 @@ __all__ = [
     "initial_states",
     "logged",
     "logged_batch",
-    "malformed",
     "on_connect",
     "on_disconnect",
     "on_link_changed",

@@ -38,7 +38,7 @@ from gapless.impl.gd.policy import GDPolicy
 from gapless.impl.gd.topology import GDTopology
 from gapless.impl.ledger import CuriosityLedger
 from gapless.impl.streams import KnowledgeStream
-from gapless.impl.ticksets import TickSet, is_canonical
+from gapless.impl.ticksets import TickSet
 
 __all__ = [
     "ROLE_TYPES",
@@ -59,7 +59,6 @@ __all__ = [
     "SHBState",
     "Stream",
     "evolve",
-    "malformed",
 ]
 
 
@@ -130,31 +129,6 @@ class Stream:
         """The last tick of the acknowledged prefix (-1: none): ticks ``0..fin`` are F and A
         [GD §2.1.1] (``knowledge.fin``)."""
         return self.knowledge.fin
-
-    def form_problem(self) -> str | None:
-        """What keeps this stream's lattice values from their canonical form (None: none):
-        the knowledge stream, the curiosity ledger and the SHB's ``nacked`` tick set, each
-        by its own type's check, and the one tie between the two lattices the ledger keeps
-        apart from the knowledge: upstream C only on ticks that are Q here [GD §2.1, §3.1]
-        (a nack makes C only what it could not answer; knowledge settles it)."""
-        got = self.knowledge.form_problem()
-        if got is not None:
-            return f"knowledge: {got}"
-        got = self.ledger.form_problem()
-        if got is not None:
-            return f"ledger: {got}"
-        k = self.knowledge
-        for lo, hi, _since in self.ledger.upstream:
-            known = k.known(lo, hi)
-            if known:
-                return (
-                    f"ledger: upstream C ({lo}, {hi}) holds ticks {known!r} the knowledge "
-                    "already knows; istream C lies only on Q ticks, settled as knowledge "
-                    "arrives [GD §3.1]"
-                )
-        if not is_canonical(self.nacked):
-            return f"nacked: {self.nacked!r} is not a canonical tick set"
-        return None
 
 
 @final
@@ -363,29 +337,6 @@ ROLE_TYPES: tuple[type[NodeState], ...] = (
 
 _FIELDS: dict[type, frozenset[str]] = {}
 _T = TypeVar("_T")
-
-
-def malformed(before: object, after: object) -> str | None:
-    """The first stream of the role state ``after`` that is not in canonical form, named
-    with its pubend and what is wrong; None when every stream is canonical. A stream that is
-    the very object it was in ``before`` (the state before the step) is not looked at again,
-    so a step pays for the streams it changed. The roles only build these values through
-    their verified operations, which return canonical forms; a form that is off answers
-    queries the same, so only this check sees it [DESIGN.md "Lattices and streams"]."""
-    streams = getattr(after, "streams", None)
-    if not streams:
-        return None
-    old = getattr(before, "streams", ())
-    ctx = getattr(after, "ctx", None)
-    names = getattr(ctx, "pubends", ())
-    for i, s in enumerate(streams):
-        if i < len(old) and old[i] is s:
-            continue
-        got = s.form_problem()
-        if got is not None:
-            pubend = names[i] if i < len(names) else f"#{i}"
-            return f"stream of pubend {pubend!r}: {got}"
-    return None
 
 
 def _fields(cls: type) -> frozenset[str]:

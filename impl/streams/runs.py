@@ -347,43 +347,6 @@ class _RunStream(Generic[V]):
         for i in range(len(s) - 1):
             yield Run(s[i], s[i + 1] - 1, v[i])
 
-    def form_problem(self) -> str | None:
-        """What keeps this value from the canonical form every operation returns (None: it
-        is canonical): the run starts ascend from the collapsed prefix ``p``, adjacent runs
-        differ, the first run is not the final value, the last is the bottom tail, and every
-        value is of this stream's lattice [DESIGN.md "Lattices and streams"]. Two values of
-        one stream that hold the same ticks are then equal; a stored form that breaks this
-        answers queries the same and goes unseen by them, so the simulated network checks it
-        on every stream a role holds after each step (``gapless.models.world``)."""
-        p, s, v = self._p, self._s, self._v
-        name = self._NAME
-        if type(p) is not int or p < 0:
-            return f"{name}: prefix {p!r} is not an int >= 0"
-        if not s or len(s) != len(v):
-            return f"{name}: {len(s)} run starts for {len(v)} values"
-        if s[0] != p:
-            return f"{name}: the first run starts at {s[0]!r}, not at the prefix end {p}"
-        for i in range(len(s) - 1):
-            if type(s[i + 1]) is not int or s[i + 1] <= s[i]:
-                return f"{name}: run starts {s[i]!r}, {s[i + 1]!r} do not ascend"
-        for i, x in enumerate(v):
-            if type(x) is not self._TYPE:
-                return f"{name}: value {x!r} at {s[i]} is not a {self._LATTICE} value"
-        if v[-1] != self._BOTTOM:
-            return f"{name}: the tail from {s[-1]} holds {v[-1]!r}, not {self._BOTTOM!r}"
-        if len(v) > 1 and v[0] == self._FINAL:
-            return (
-                f"{name}: run [{s[0]}..{s[1] - 1}] holds the final value {self._FINAL!r} "
-                "outside the collapsed prefix"
-            )
-        for i in range(len(v) - 1):
-            if v[i] == v[i + 1]:
-                return (
-                    f"{name}: adjacent runs from {s[i]} and {s[i + 1]} both hold {v[i]!r} "
-                    "(not merged)"
-                )
-        return None
-
     # -- the generic edit -----------------------------------------------------------------
 
     def _accumulate(self: S_, op: str, start: int, end: int, value: Any) -> S_:

@@ -17,8 +17,12 @@ neighbour): ``make test`` killed them through the law tests, the demo campaign d
 
 This rule is the one GD invariant that reads role state, and it reads it only through a
 record: after every step that changed a broker's state, the world asks the binding's
-``malformed(before, after)`` (:func:`gapless.impl.gd.state.malformed`, which looks only at the
-streams the step replaced) and writes a ``malformed`` record with the first problem it names.
+``malformed(before, after)`` (:func:`malformed` here, which looks only at the streams the step
+replaced) and writes a ``malformed`` record with the first problem it names. The form checks
+read the values through their public queries only (``runs``, ``final_prefix``, ``extent``,
+the ledgers' fields, :func:`gapless.impl.ticksets.is_canonical`): they are judges, kept out
+of ``impl/`` so that the core holds only what the protocol runs (the power bench mutates
+``impl/``, and a mutant of a judge is not a protocol bug).
 ``canonical_state`` fails on that record, so the verdict is the same online, offline and read
 back from a trace file (the record keeps its text). The world checks only when this rule is
 judged (``Run`` turns ``World.check_forms`` on), so a run that leaves it out pays nothing. A
@@ -34,13 +38,26 @@ silence as touching ranges.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from typing import ClassVar, Final, final
+from typing import Any, ClassVar, Final, cast, final
 
+from gapless.impl.curiosity import A, Curiosity, N
+from gapless.impl.knowledge import F, Knowledge, Q
+from gapless.impl.ledger import CellLedger, CuriosityLedger
+from gapless.impl.streams import CuriosityStream, KnowledgeStream
+from gapless.impl.streams.runs import Run
 from gapless.impl.ticksets import is_canonical
 from gapless.impl.trace import TraceRecord
 from gapless.invariants.plugin import Plugin
 
-__all__ = ["NAMES", "GDCanonicalState"]
+__all__ = [
+    "NAMES",
+    "GDCanonicalState",
+    "cell_problem",
+    "ledger_problem",
+    "malformed",
+    "run_stream_problem",
+    "stream_problem",
+]
 
 NAMES: Final = ("canonical_state",)
 
@@ -81,3 +98,135 @@ class GDCanonicalState(Plugin):
             "only canonical forms, and the next one may answer wrong on this",
             r,
         )
+
+
+# -- the form checks -------------------------------------------------------------------------
+
+
+def run_stream_problem(x: KnowledgeStream | CuriosityStream) -> str | None:
+    """What keeps a knowledge or curiosity stream from its canonical form (None: canonical):
+    after the collapsed prefix of final values, runs follow on one another, each of the
+    stream's lattice, none equal to the one before it (the first not final: it would belong
+    to the prefix), and the tail from ``extent`` is the bottom [GD §2.1, §2.1.1; DESIGN.md
+    "Lattices and streams"]. Two values of one stream holding the same ticks are then equal."""
+    name = type(x).__name__
+    knowledge = isinstance(x, KnowledgeStream)
+    final, bottom = (F, Q) if knowledge else (A, N)
+    kind: type = Knowledge if knowledge else Curiosity
+    try:
+        p = x.final_prefix
+        runs: list[Run[Any]] = list(x.runs())
+        tail: Any = x.value_at(x.extent)
+    except Exception as exc:  # a form so broken that its own queries fail
+        return f"{name}: its queries fail ({exc!r})"
+    if type(p) is not int or p < 0:
+        return f"{name}: prefix {p!r} is not an int >= 0"
+    if p:
+        runs = runs[1:]  # the collapsed prefix, listed as a run of the final value
+    end, before = p - 1, cast("Any", final)
+    for r in runs:
+        if type(r.value) is not kind:
+            return f"{name}: value {r.value!r} at {r.start} is not a {kind.__name__} value"
+        if r.start != end + 1 or r.end < r.start:
+            return f"{name}: run [{r.start}..{r.end}] does not follow on from tick {end}"
+        if r.value == before:
+            if end == p - 1:
+                return (
+                    f"{name}: run [{r.start}..{r.end}] holds the final value {r.value!r} "
+                    "outside the collapsed prefix"
+                )
+            return (
+                f"{name}: adjacent runs ending at {end} and [{r.start}..{r.end}] both hold "
+                f"{r.value!r} (not merged)"
+            )
+        end, before = r.end, r.value
+    if x.extent != end + 1:
+        return f"{name}: the tail starts at {x.extent}, not after the last run ({end})"
+    if tail != bottom:
+        return f"{name}: the tail from {x.extent} holds {tail!r}, not {bottom!r}"
+    return None
+
+
+def cell_problem(c: CellLedger) -> str | None:
+    """What keeps a cell ledger from the form its operations return (None: none):
+    ``filtered`` and each broker's C are canonical tick sets above ``acked``, and no broker
+    is listed with no C [GD §3.1]."""
+    if not is_canonical(c.filtered):
+        return f"CellLedger: filtered {c.filtered!r} is not a canonical tick set"
+    if c.filtered and c.filtered[0][0] <= c.acked:
+        return f"CellLedger: filtered {c.filtered!r} reaches the acked prefix 0..{c.acked}"
+    for broker in sorted(c.curious):
+        got = c.curious[broker]
+        if not got:
+            return f"CellLedger: broker {broker!r} is listed with no C ticks"
+        if not is_canonical(got):
+            return f"CellLedger: C of {broker!r} {got!r} is not a canonical tick set"
+        if got[0][0] <= c.acked:
+            return f"CellLedger: C of {broker!r} {got!r} reaches the acked prefix 0..{c.acked}"
+    return None
+
+
+def ledger_problem(led: CuriosityLedger) -> str | None:
+    """What keeps a curiosity ledger from the form its operations return (None: none):
+    every cell ledger's (:func:`cell_problem`) and the upstream C as ascending, disjoint,
+    non-empty ``(lo, hi, since)`` runs of ticks >= 0 [GD §3.1]."""
+    for i, c in enumerate(led.cells):
+        got = cell_problem(c)
+        if got is not None:
+            return f"cell {i}: {got}"
+    prev = -1
+    for lo, hi, since in led.upstream:
+        if not (type(lo) is int and type(hi) is int and prev < lo <= hi):
+            return (
+                f"CuriosityLedger: upstream run ({lo!r}, {hi!r}) is empty, negative or not "
+                f"above the run before it (ending at {prev})"
+            )
+        if type(since) is not int or since < 0:
+            return f"CuriosityLedger: upstream run ({lo}, {hi}) became C at {since!r}"
+        prev = hi
+    return None
+
+
+def stream_problem(s: Any) -> str | None:
+    """What keeps one GD stream (:class:`gapless.impl.gd.state.Stream`) from its canonical
+    form (None: none): the knowledge stream, the curiosity ledger and the SHB's ``nacked``
+    tick set each by its check above, and the one tie between the two lattices the ledger
+    keeps apart from the knowledge: upstream C only on ticks that are Q here — a nack makes C
+    only what it could not answer, and arriving knowledge settles it [GD §2.1, §3.1]."""
+    got = run_stream_problem(s.knowledge)
+    if got is not None:
+        return f"knowledge: {got}"
+    got = ledger_problem(s.ledger)
+    if got is not None:
+        return f"ledger: {got}"
+    if not is_canonical(s.nacked):
+        return f"nacked: {s.nacked!r} is not a canonical tick set"
+    k = s.knowledge
+    for lo, hi, _since in s.ledger.upstream:
+        known = k.known(lo, hi)
+        if known:
+            return (
+                f"ledger: upstream C ({lo}, {hi}) holds ticks {known!r} the knowledge already "
+                "knows; istream C lies only on Q ticks, settled as knowledge arrives [GD §3.1]"
+            )
+    return None
+
+
+def malformed(before: object, after: object) -> str | None:
+    """The first stream of the GD role state ``after`` that is not in canonical form
+    (:func:`stream_problem`), named with its pubend; None when every stream is canonical. A
+    stream that is the very object it was in ``before`` (the state before the step) is not
+    looked at again, so a step pays for the streams it replaced."""
+    streams = getattr(after, "streams", None)
+    if not streams:
+        return None
+    old = getattr(before, "streams", ())
+    names = getattr(getattr(after, "ctx", None), "pubends", ())
+    for i, s in enumerate(streams):
+        if i < len(old) and old[i] is s:
+            continue
+        got = stream_problem(s)
+        if got is not None:
+            pubend = names[i] if i < len(names) else f"#{i}"
+            return f"stream of pubend {pubend!r}: {got}"
+    return None

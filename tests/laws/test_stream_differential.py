@@ -43,6 +43,7 @@ from gapless.impl.streams import (
     upstream_curiosity,
 )
 from gapless.impl.transfer import filter_value, merge_values
+from gapless.invariants.gd.forms import run_stream_problem
 from gapless.spec.reference_stream import ReferencePair, ReferenceStream, reference_merge
 
 COARSE = 20  # reference ticks an operation may touch
@@ -118,7 +119,7 @@ def check_stream(impl: Any, ref: ReferenceStream[Any], blk: Blocks, *, knowledge
     for x, y in pairwise(runs):
         assert x.value != y.value, "adjacent runs must differ (canonical form)"
         assert x.end + 1 == y.start, "runs must be contiguous"
-    assert impl.form_problem() is None, "the type's own form check agrees"
+    assert run_stream_problem(impl) is None, "canonical_state's form check agrees"
     assert impl.final_prefix == blk.first(ref.final_prefix())
     assert impl.extent == blk.first(ref.extent())
     assert impl.run_count == len(runs) - (1 if impl.final_prefix else 0)

@@ -14,12 +14,19 @@ import pytest
 
 from gapless.impl.curiosity import A, C
 from gapless.impl.fmap import FMap
-from gapless.impl.gd.state import Stream, malformed
+from gapless.impl.gd.state import Stream
 from gapless.impl.gd.variants import VARIANTS
 from gapless.impl.knowledge import D, F, Q, S
 from gapless.impl.ledger import CellLedger, CuriosityLedger
 from gapless.impl.streams import CuriosityStream, KnowledgeStream
 from gapless.invariants import INVARIANTS
+from gapless.invariants.gd.forms import (
+    cell_problem,
+    ledger_problem,
+    malformed,
+    run_stream_problem,
+    stream_problem,
+)
 from gapless.invariants.tracefile import check_trace_file, write_trace
 from gapless.models.faults import FaultEvent, FaultSchedule
 from gapless.models.gd_protocol import ENTRY as GD_ENTRY
@@ -35,18 +42,18 @@ K = KnowledgeStream._make  # the raw constructor: builds any form, canonical or 
 @pytest.mark.parametrize(
     ("value", "says"),
     [
-        (K(0, (0, 5, 10), (S, S, Q)), "adjacent runs from 0 and 5 both hold"),
-        (K(0, (0, 5), (F, Q)), "final value"),
-        (K(0, (0, 5, 3), (S, D("x"), Q)), "do not ascend"),
-        (K(3, (0, 5), (S, Q)), "not at the prefix end 3"),
+        (K(0, (0, 5, 10), (S, S, Q)), "adjacent runs ending at 4 and [5..9] both hold S"),
+        (K(0, (0, 5), (F, Q)), "run [0..4] holds the final value F outside"),
+        (K(0, (0, 5, 3), (S, D("x"), Q)), "run [5..2] does not follow on from tick 4"),
+        (K(3, (0, 5), (S, Q)), "run [0..4] does not follow on from tick 2"),
         (K(0, (0, 5), (S, F)), "the tail from 5 holds F"),
-        (K(0, (0, 5), (C, Q)), "is not a knowledge value"),
+        (K(0, (0, 5), (C, Q)), "value C at 0 is not a Knowledge value"),
         (K(-1, (0,), (Q,)), "prefix -1"),
-        (K(0, (0, 5), (Q,)), "2 run starts for 1 values"),
+        (K(0, (0, 5), (Q,)), "its queries fail"),
     ],
 )
 def test_a_stream_names_what_breaks_its_form(value: KnowledgeStream, says: str) -> None:
-    got = value.form_problem()
+    got = run_stream_problem(value)
     assert got is not None
     assert says in got, got
     assert got.startswith("KnowledgeStream")
@@ -55,9 +62,9 @@ def test_a_stream_names_what_breaks_its_form(value: KnowledgeStream, says: str) 
 def test_streams_built_by_their_operations_are_canonical() -> None:
     k = KnowledgeStream().accumulate(0, 9, S).accumulate(5, 5, D("x")).finalize(0, 2)
     c = CuriosityStream().accumulate(0, 99, A).accumulate(200, 209, C)
-    assert k.form_problem() is None
-    assert c.form_problem() is None
-    assert CuriosityStream._make(0, (0, 4), (A, C)).form_problem() is not None
+    assert run_stream_problem(k) is None
+    assert run_stream_problem(c) is None
+    assert run_stream_problem(CuriosityStream._make(0, (0, 4), (A, C))) is not None
 
 
 @pytest.mark.parametrize(
@@ -71,19 +78,19 @@ def test_streams_built_by_their_operations_are_canonical() -> None:
     ],
 )
 def test_a_cell_ledger_names_what_breaks_its_form(ledger: CellLedger, says: str) -> None:
-    got = ledger.form_problem()
+    got = cell_problem(ledger)
     assert got is not None
     assert says in got, got
-    wrapped = CuriosityLedger(cells=(CellLedger(), ledger)).form_problem()
+    wrapped = ledger_problem(CuriosityLedger(cells=(CellLedger(), ledger)))
     assert wrapped is not None
     assert wrapped.startswith("cell 1: ")
 
 
 def test_upstream_curiosity_runs_ascend_and_do_not_overlap() -> None:
     led, _ = CuriosityLedger.fresh(1).nack(((3, 9),), 10)
-    assert led.form_problem() is None
+    assert ledger_problem(led) is None
     bad = attrs.evolve(led, upstream=((3, 9, 10), (8, 12, 11)))
-    assert "(8, 12) is empty, negative or not above" in (bad.form_problem() or "")
+    assert "(8, 12) is empty, negative or not above" in (ledger_problem(bad) or "")
 
 
 def _ib_states() -> tuple[Any, Any]:
@@ -194,8 +201,8 @@ def test_a_trace_file_keeps_the_text(runs: dict[str, Any]) -> None:
 def test_upstream_curiosity_on_a_known_tick_is_named() -> None:
     led, _ = CuriosityLedger.fresh(1).nack(((3, 9),), 10)
     s = Stream(knowledge=KnowledgeStream(), ledger=led)
-    assert s.form_problem() is None
+    assert stream_problem(s) is None
     known = attrs.evolve(s, knowledge=KnowledgeStream().accumulate(5, 5, S))
-    got = known.form_problem()
+    got = stream_problem(known)
     assert got is not None
     assert "upstream C (3, 9) holds ticks ((5, 5),)" in got

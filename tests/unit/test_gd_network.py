@@ -32,7 +32,6 @@ from gapless.impl.gd import (
     handle,
     initial_states,
     logged,
-    malformed,
 )
 from gapless.impl.inputs import (
     Connect,
@@ -44,6 +43,7 @@ from gapless.impl.inputs import (
     TimerFired,
 )
 from gapless.impl.ticksets import is_canonical
+from gapless.invariants.gd.forms import malformed
 from gapless.spark_fuzz.zoo import ZOO, bug_names, policy_by_name
 from gapless.spec.filters import reference_match
 
@@ -73,7 +73,7 @@ class Net:
         self.connected: dict[str, int] = {}
         self.persists: dict[tuple[str, Any], Persist] = {}
         self.link_log: list[tuple[int, frozenset[str], bool]] = []
-        #: what a step left out of canonical form (``gapless.impl.gd.state.malformed``)
+        #: what a step left out of canonical form (``gapless.invariants.gd.forms.malformed``)
         self.malformed: list[str] = []
         for n in sorted(self.states):
             self.push(0, n, Restart())
