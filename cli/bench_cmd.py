@@ -67,7 +67,7 @@ def _parse_params(name: str, module: Any, params: tuple[str, ...]) -> dict[str, 
             raise SystemExit(2)
         given[key] = value
     if given and not getattr(module, "TAKES_PARAMS", False):
-        click.echo(f"gapless bench: {name} takes no --param (only: power, durable)", err=True)
+        click.echo(f"gapless bench: {name} takes no --param (only: campaign, dft, durable, power)", err=True)
         raise SystemExit(2)
     return given
 
@@ -88,7 +88,7 @@ def _parse_params(name: str, module: Any, params: tuple[str, ...]) -> dict[str, 
     multiple=True,
     metavar="KEY=VALUE",
     help="A parameter of benchmarks that take them (power: mutants, seed, schedules, master; "
-    "durable: seconds, kills, seed).",
+    "durable: seconds, kills, seed; campaign: schedules, without).",
 )
 def bench(name: str, as_json: bool, baseline: str | None, params: tuple[str, ...]) -> None:
     """Run benchmark NAME and report its figures and targets."""

@@ -327,6 +327,13 @@ class _RunStream(Generic[V]):
         return self._s[-1]
 
     @property
+    def stored(self) -> tuple[int, tuple[int, ...], tuple[V, ...]]:
+        """The stored form itself, ``(p, starts, values)``: ticks ``[0, p)`` hold the final
+        value, value ``i`` holds from ``starts[i]`` to the next start (the last, the bottom,
+        for ever). For a judge of the representation (``canonical_state``); read-only."""
+        return self._p, self._s, self._v
+
+    @property
     def run_count(self) -> int:
         """The number of runs stored after the collapsed prefix (the tail excluded)."""
         return len(self._s) - 1

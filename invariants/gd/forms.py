@@ -17,16 +17,18 @@ neighbour): ``make test`` killed them through the law tests, the demo campaign d
 
 This rule is the one GD invariant that reads role state, and it reads it only through a
 record: after every step that changed a broker's state, the world asks the binding's
-``malformed(before, after)`` (:func:`malformed` here, which looks only at the streams the step
-replaced) and writes a ``malformed`` record with the first problem it names. The form checks
-read the values through their public queries only (``runs``, ``final_prefix``, ``extent``,
-the ledgers' fields, :func:`gapless.impl.ticksets.is_canonical`): they are judges, kept out
-of ``impl/`` so that the core holds only what the protocol runs (the power bench mutates
-``impl/``, and a mutant of a judge is not a protocol bug).
+``malformed(before, after)`` (:func:`malformed` here, which looks only at the values the
+step replaced) and writes a ``malformed`` record with the first problem it names.
 ``canonical_state`` fails on that record, so the verdict is the same online, offline and read
 back from a trace file (the record keeps its text). The world checks only when this rule is
 judged (``Run`` turns ``World.check_forms`` on), so a run that leaves it out pays nothing. A
-correct run writes no such record: its trace and digest are unchanged.
+correct run writes no such record: its trace and digest are unchanged. It costs the demo
+campaign about 7% CPU (``gapless bench campaign --param without=canonical_state``).
+
+The form checks read the values through what the types expose (a stream's ``stored`` form,
+the ledgers' fields, :func:`gapless.impl.ticksets.is_canonical`). They are judges, kept out
+of ``impl/`` so that the core holds only what the protocol runs: the power bench mutates
+``impl/``, and a mutant of a judge is not a protocol bug.
 
 Values that never stay in a state — a tick set a step builds and sends at once — are judged
 where they become observable: the F ranges of every message sent (``Wire.final_ranges``) must
@@ -38,13 +40,14 @@ silence as touching ranges.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from typing import Any, ClassVar, Final, cast, final
+from itertools import islice
+from operator import eq, lt
+from typing import Any, ClassVar, Final, final
 
 from gapless.impl.curiosity import A, Curiosity, N
 from gapless.impl.knowledge import F, Knowledge, Q
 from gapless.impl.ledger import CellLedger, CuriosityLedger
 from gapless.impl.streams import CuriosityStream, KnowledgeStream
-from gapless.impl.streams.runs import Run
 from gapless.impl.ticksets import is_canonical
 from gapless.impl.trace import TraceRecord
 from gapless.invariants.plugin import Plugin
@@ -108,42 +111,63 @@ def run_stream_problem(x: KnowledgeStream | CuriosityStream) -> str | None:
     after the collapsed prefix of final values, runs follow on one another, each of the
     stream's lattice, none equal to the one before it (the first not final: it would belong
     to the prefix), and the tail from ``extent`` is the bottom [GD §2.1, §2.1.1; DESIGN.md
-    "Lattices and streams"]. Two values of one stream holding the same ticks are then equal."""
-    name = type(x).__name__
+    "Lattices and streams"]. Two values of one stream holding the same ticks are then equal.
+    Read from the stored form (``stored``): this runs after every step of a checked run."""
     knowledge = isinstance(x, KnowledgeStream)
     final, bottom = (F, Q) if knowledge else (A, N)
     kind: type = Knowledge if knowledge else Curiosity
-    try:
-        p = x.final_prefix
-        runs: list[Run[Any]] = list(x.runs())
-        tail: Any = x.value_at(x.extent)
-    except Exception as exc:  # a form so broken that its own queries fail
-        return f"{name}: its queries fail ({exc!r})"
+    p, s, v = x.stored
+    n = len(s)
+    # the whole test at C speed first (every step of a checked run pays it); the loop
+    # below only finds the words for what is wrong
+    if (
+        type(p) is int
+        and n
+        and n == len(v)
+        and s[0] == p >= 0
+        and all(map(lt, s, islice(s, 1, None)))
+        and set(map(type, v)) == {kind}
+        and (n == 1 or v[0] != final)
+        and not any(map(eq, v, islice(v, 1, None)))
+        and v[-1] == bottom
+    ):
+        return None
+    return _stream_words(type(x).__name__, final, bottom, kind, p, s, v)
+
+
+def _stream_words(
+    name: str, final: Any, bottom: Any, kind: type, p: Any, s: Any, v: Any
+) -> str | None:
+    """What :func:`run_stream_problem` found wrong, in words."""
+    n = len(s)
     if type(p) is not int or p < 0:
         return f"{name}: prefix {p!r} is not an int >= 0"
-    if p:
-        runs = runs[1:]  # the collapsed prefix, listed as a run of the final value
-    end, before = p - 1, cast("Any", final)
-    for r in runs:
-        if type(r.value) is not kind:
-            return f"{name}: value {r.value!r} at {r.start} is not a {kind.__name__} value"
-        if r.start != end + 1 or r.end < r.start:
-            return f"{name}: run [{r.start}..{r.end}] does not follow on from tick {end}"
-        if r.value == before:
-            if end == p - 1:
+    if not n or n != len(v):
+        return f"{name}: {n} run starts for {len(v)} values"
+    end: Any = p - 1
+    before: Any = final
+    for i in range(n):
+        start, value = s[i], v[i]
+        if type(value) is not kind:
+            return f"{name}: value {value!r} at {start!r} is not a {kind.__name__} value"
+        if type(start) is not int or start != end + 1:
+            return f"{name}: the run from {start!r} does not follow on from tick {end}"
+        if value is before or value == before:
+            if i == 0:
                 return (
-                    f"{name}: run [{r.start}..{r.end}] holds the final value {r.value!r} "
-                    "outside the collapsed prefix"
+                    f"{name}: the run from {start} holds the final value {value!r} outside "
+                    "the collapsed prefix"
                 )
             return (
-                f"{name}: adjacent runs ending at {end} and [{r.start}..{r.end}] both hold "
-                f"{r.value!r} (not merged)"
+                f"{name}: adjacent runs from {s[i - 1]} and {start} both hold {value!r} "
+                "(not merged)"
             )
-        end, before = r.end, r.value
-    if x.extent != end + 1:
-        return f"{name}: the tail starts at {x.extent}, not after the last run ({end})"
-    if tail != bottom:
-        return f"{name}: the tail from {x.extent} holds {tail!r}, not {bottom!r}"
+        end = s[i + 1] - 1 if i + 1 < n else None
+        if end is not None and end < start:
+            return f"{name}: run starts {start}, {s[i + 1]!r} do not ascend"
+        before = value
+    if v[-1] != bottom:
+        return f"{name}: the tail from {s[-1]} holds {v[-1]!r}, not {bottom!r}"
     return None
 
 
@@ -166,14 +190,20 @@ def cell_problem(c: CellLedger) -> str | None:
     return None
 
 
-def ledger_problem(led: CuriosityLedger) -> str | None:
+def ledger_problem(led: CuriosityLedger, old: CuriosityLedger | None = None) -> str | None:
     """What keeps a curiosity ledger from the form its operations return (None: none):
     every cell ledger's (:func:`cell_problem`) and the upstream C as ascending, disjoint,
-    non-empty ``(lo, hi, since)`` runs of ticks >= 0 [GD §3.1]."""
+    non-empty ``(lo, hi, since)`` runs of ticks >= 0 [GD §3.1]. Parts that are the very
+    objects they were in ``old`` (the ledger before a step) were judged then, and are skipped."""
+    old_cells = old.cells if old is not None else ()
     for i, c in enumerate(led.cells):
+        if i < len(old_cells) and old_cells[i] is c:
+            continue
         got = cell_problem(c)
         if got is not None:
             return f"cell {i}: {got}"
+    if old is not None and led.upstream is old.upstream:
+        return None
     prev = -1
     for lo, hi, since in led.upstream:
         if not (type(lo) is int and type(hi) is int and prev < lo <= hi):
@@ -187,28 +217,35 @@ def ledger_problem(led: CuriosityLedger) -> str | None:
     return None
 
 
-def stream_problem(s: Any) -> str | None:
+def stream_problem(s: Any, old: Any = None) -> str | None:
     """What keeps one GD stream (:class:`gapless.impl.gd.state.Stream`) from its canonical
     form (None: none): the knowledge stream, the curiosity ledger and the SHB's ``nacked``
     tick set each by its check above, and the one tie between the two lattices the ledger
     keeps apart from the knowledge: upstream C only on ticks that are Q here — a nack makes C
-    only what it could not answer, and arriving knowledge settles it [GD §2.1, §3.1]."""
-    got = run_stream_problem(s.knowledge)
-    if got is not None:
-        return f"knowledge: {got}"
-    got = ledger_problem(s.ledger)
-    if got is not None:
-        return f"ledger: {got}"
-    if not is_canonical(s.nacked):
+    only what it could not answer, and arriving knowledge settles it [GD §2.1, §3.1]. With
+    ``old`` (the stream before a step), a part that is the very object it was is skipped."""
+    k, led = s.knowledge, s.ledger
+    k_new = old is None or k is not old.knowledge
+    led_new = old is None or led is not old.ledger
+    if k_new:
+        got = run_stream_problem(k)
+        if got is not None:
+            return f"knowledge: {got}"
+    if led_new:
+        got = ledger_problem(led, None if old is None else old.ledger)
+        if got is not None:
+            return f"ledger: {got}"
+    if (old is None or s.nacked is not old.nacked) and not is_canonical(s.nacked):
         return f"nacked: {s.nacked!r} is not a canonical tick set"
-    k = s.knowledge
-    for lo, hi, _since in s.ledger.upstream:
-        known = k.known(lo, hi)
-        if known:
-            return (
-                f"ledger: upstream C ({lo}, {hi}) holds ticks {known!r} the knowledge already "
-                "knows; istream C lies only on Q ticks, settled as knowledge arrives [GD §3.1]"
-            )
+    if k_new or led_new:
+        for lo, hi, _since in led.upstream:
+            known = k.known(lo, hi)
+            if known:
+                return (
+                    f"ledger: upstream C ({lo}, {hi}) holds ticks {known!r} the knowledge "
+                    "already knows; istream C lies only on Q ticks, settled as knowledge "
+                    "arrives [GD §3.1]"
+                )
     return None
 
 
@@ -216,16 +253,18 @@ def malformed(before: object, after: object) -> str | None:
     """The first stream of the GD role state ``after`` that is not in canonical form
     (:func:`stream_problem`), named with its pubend; None when every stream is canonical. A
     stream that is the very object it was in ``before`` (the state before the step) is not
-    looked at again, so a step pays for the streams it replaced."""
+    looked at again, nor a part of a stream that is the very object it was: a step pays for
+    the values it replaced."""
     streams = getattr(after, "streams", None)
     if not streams:
         return None
     old = getattr(before, "streams", ())
     names = getattr(getattr(after, "ctx", None), "pubends", ())
     for i, s in enumerate(streams):
-        if i < len(old) and old[i] is s:
+        was = old[i] if i < len(old) else None
+        if was is s:
             continue
-        got = stream_problem(s)
+        got = stream_problem(s, was)
         if got is not None:
             pubend = names[i] if i < len(names) else f"#{i}"
             return f"stream of pubend {pubend!r}: {got}"

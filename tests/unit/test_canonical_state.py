@@ -42,14 +42,14 @@ K = KnowledgeStream._make  # the raw constructor: builds any form, canonical or 
 @pytest.mark.parametrize(
     ("value", "says"),
     [
-        (K(0, (0, 5, 10), (S, S, Q)), "adjacent runs ending at 4 and [5..9] both hold S"),
-        (K(0, (0, 5), (F, Q)), "run [0..4] holds the final value F outside"),
-        (K(0, (0, 5, 3), (S, D("x"), Q)), "run [5..2] does not follow on from tick 4"),
-        (K(3, (0, 5), (S, Q)), "run [0..4] does not follow on from tick 2"),
+        (K(0, (0, 5, 10), (S, S, Q)), "adjacent runs from 0 and 5 both hold S"),
+        (K(0, (0, 5), (F, Q)), "the run from 0 holds the final value F outside"),
+        (K(0, (0, 5, 3), (S, D("x"), Q)), "run starts 5, 3 do not ascend"),
+        (K(3, (0, 5), (S, Q)), "the run from 0 does not follow on from tick 2"),
         (K(0, (0, 5), (S, F)), "the tail from 5 holds F"),
         (K(0, (0, 5), (C, Q)), "value C at 0 is not a Knowledge value"),
         (K(-1, (0,), (Q,)), "prefix -1"),
-        (K(0, (0, 5), (Q,)), "its queries fail"),
+        (K(0, (0, 5), (Q,)), "2 run starts for 1 values"),
     ],
 )
 def test_a_stream_names_what_breaks_its_form(value: KnowledgeStream, says: str) -> None:
