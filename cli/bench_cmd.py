@@ -67,7 +67,10 @@ def _parse_params(name: str, module: Any, params: tuple[str, ...]) -> dict[str, 
             raise SystemExit(2)
         given[key] = value
     if given and not getattr(module, "TAKES_PARAMS", False):
-        click.echo(f"gapless bench: {name} takes no --param (only: campaign, dft, durable, power)", err=True)
+        click.echo(
+            f"gapless bench: {name} takes no --param (only: campaign, dft, durable, power)",
+            err=True,
+        )
         raise SystemExit(2)
     return given
 
