@@ -140,8 +140,10 @@ class Run:
             link_delay_us=spec.link_delay_us,
             link_jitter_us=spec.link_jitter_us,
         )
-        # the per-step form check runs only when its invariant judges (models.world)
-        self.world.check_forms = bool(checker.on.get("canonical_state", False))
+        # the per-step form check runs only when its invariant judges (models.world); a
+        # protocol whose checker has no such switch has no such invariant
+        judged = getattr(checker, "on", None)
+        self.world.check_forms = bool(judged and judged.get("canonical_state", False))
         if entry.within_budget is not None:
             self.world.fault_hook = self._budget
 
