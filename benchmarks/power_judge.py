@@ -70,7 +70,9 @@ JUDGE_PYTEST: Final = (
     "-m",
     "not long",
 )
-_FAILED: Final = re.compile(r"^(?:FAILED|ERROR) (\S+)", re.MULTILINE)
+#: pytest's short summary line of a failure: the node id is everything up to `` - `` and the
+#: message (a parametrized id may hold spaces: ``test_semantics[loc == "NY"-attrs0]``)
+_FAILED: Final = re.compile(r"^(?:FAILED|ERROR) (.+?)(?: - .*)?$", re.MULTILINE)
 
 
 def _with_packages(names: set[str]) -> set[str]:

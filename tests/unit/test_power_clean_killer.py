@@ -60,3 +60,17 @@ def test_killer_passes_clean_runs_the_test_on_the_staged_clean_code(tmp_path: Pa
     bad.write_text("def test_fails():\n    assert 1 == 2\n")
     assert power_judge.killer_passes_clean(f"{good}::test_staged", MUTANT.module, tmp_path / "a")
     assert not power_judge.killer_passes_clean(f"{bad}::test_fails", MUTANT.module, tmp_path / "b")
+
+
+def test_a_failing_node_id_with_spaces_is_read_whole() -> None:
+    """power10 stopped on ``test_semantics[loc`` — the id cut at its first space, which
+    pytest could not find on the clean code either."""
+    out = (
+        'FAILED tests/unit/test_filters.py::test_semantics[loc == "NY" and p > 3-attrs0-True]'
+        " - AssertionError: assert False\n"
+        "ERROR tests/unit/test_x.py::test_y\n"
+    )
+    assert power_judge._FAILED.findall(out) == [
+        'tests/unit/test_filters.py::test_semantics[loc == "NY" and p > 3-attrs0-True]',
+        "tests/unit/test_x.py::test_y",
+    ]
