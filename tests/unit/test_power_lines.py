@@ -89,7 +89,7 @@ def test_unrun_mutants_name_their_function(tmp_path: Path) -> None:
 def test_the_demo_runs_the_roles_and_not_the_uncalled_helpers() -> None:
     """One seed per setup of the real demo under coverage (a few seconds)."""
     got: dict[str, Any] = measure(ROOT, per_setup=1)
-    assert sorted(got["seeds"]) == sorted(["", "best-effort", "total-order"])
+    assert sorted(got["seeds"]) == sorted(["", "best-effort", "total-order", "with-group-commit"])
     assert all(len(seeds) == 1 for seeds in got["seeds"].values())
     lines = {m: frozenset(ls) for m, ls in got["lines"].items()}
     pubend = ast.parse((ROOT / "impl/gd/pubend.py").read_text())
@@ -100,6 +100,8 @@ def test_the_demo_runs_the_roles_and_not_the_uncalled_helpers() -> None:
         return {s.lineno for s in fn.body[1:]}  # past the docstring
 
     assert body_lines(pubend, "on_publish") & lines["impl/gd/pubend.py"]
+    # the group-commit share runs the batch write's completion (power10's miss pubend.py:236)
+    assert body_lines(pubend, "_batch_written") & lines["impl/gd/pubend.py"]
     # a helper no role calls [power4's list]: its body never runs
     assert not body_lines(curiosity, "forget_curiosity") & lines["impl/curiosity.py"]
 
