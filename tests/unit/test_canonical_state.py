@@ -11,6 +11,7 @@ from typing import Any
 
 import attrs
 import pytest
+from _variant_runs import fig3_spec, run_and_write
 
 from gapless.impl.curiosity import A, C
 from gapless.impl.fmap import FMap
@@ -27,15 +28,12 @@ from gapless.invariants.gd.forms import (
     run_stream_problem,
     stream_problem,
 )
-from gapless.invariants.tracefile import check_trace_file, write_trace
+from gapless.invariants.tracefile import check_trace_file
 from gapless.models.faults import FaultEvent, FaultSchedule
 from gapless.models.gd_protocol import ENTRY as GD_ENTRY
-from gapless.models.run import run_context, simulate
-from gapless.models.runner import RunSpec
-from gapless.models.workload import WorkloadSpec
+from gapless.models.run import simulate
 from gapless.spec.filters import reference_matcher
 
-SEC = 1_000_000
 K = KnowledgeStream._make  # the raw constructor: builds any form, canonical or not
 
 
@@ -133,28 +131,10 @@ LOSS = FaultSchedule(
 )
 
 
-def _spec(variant: str, invariants: tuple[str, ...] = ()) -> RunSpec:
-    return RunSpec(
-        variant=variant,
-        topology="fig3",
-        workload=WorkloadSpec(rate_per_pubend=25.0, subscribers_per_shb=1, filters="mixed"),
-        duration_us=2 * SEC,
-        drain_us=2 * SEC,
-        invariants=invariants,
-    )
-
-
 @pytest.fixture(scope="module")
 def runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
-    d = tmp_path_factory.mktemp("forms")
-    got: dict[str, Any] = {}
-    for variant in ("none", "newest-nacked-first"):
-        spec = _spec(variant)
-        out = simulate(spec, LOSS, 1, record_trace=True)
-        path = d / f"{variant}.jsonl"
-        write_trace(path, run_context(spec, 1), out.trace or (), live_end=True)
-        got[variant] = (out, path)
-    return got
+    variants = ("none", "newest-nacked-first")
+    return run_and_write(variants, LOSS, 2, (), tmp_path_factory.mktemp("forms"))
 
 
 def test_the_variant_is_registered_and_judged_on_safety_alone_too() -> None:
@@ -187,7 +167,7 @@ def test_the_correct_protocol_passes_the_same_run_and_writes_no_record(
 
 def test_only_canonical_state_sees_the_variant_and_an_unjudged_rule_costs_no_check() -> None:
     others = tuple(n for n in INVARIANTS if n != "canonical_state")
-    out = simulate(_spec("newest-nacked-first", others), LOSS, 1, record_trace=True)
+    out = simulate(fig3_spec("newest-nacked-first", 2, others), LOSS, 1, record_trace=True)
     assert out.verdict == "pass", out.explanation
     assert not any(r.kind == "malformed" for r in (out.trace or ()))
 

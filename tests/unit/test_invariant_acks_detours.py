@@ -11,6 +11,7 @@ from typing import Any
 
 import attrs
 import pytest
+from _variant_runs import run_and_write
 from test_invariants_nonvacuity import T, _acked, _check, _ctx, tick
 
 from gapless.impl.gd.variants import VARIANTS
@@ -18,12 +19,8 @@ from gapless.impl.trace import Dropped, Wire
 from gapless.invariants import INVARIANTS
 from gapless.invariants.tracefile import check_trace_file, read_trace, write_trace
 from gapless.models.faults import FaultEvent, FaultSchedule
-from gapless.models.run import run_context, simulate
-from gapless.models.runner import RunSpec
-from gapless.models.workload import WorkloadSpec
 from gapless.spec.filters import reference_matcher
 
-S = 1_000_000
 NAMES = ("shb_ack_timing", "sideways_forwarded")
 
 #: b2 loses s1 for 0.4 s while every pubend publishes: b2's share towards s1 detours via b1
@@ -122,30 +119,12 @@ def test_what_excuses_a_detour_that_went_nowhere() -> None:
     assert _live(again) is None
 
 
-def _spec(variant: str) -> RunSpec:
-    return RunSpec(
-        variant=variant,
-        topology="fig3",
-        workload=WorkloadSpec(rate_per_pubend=25.0, subscribers_per_shb=1, filters="mixed"),
-        duration_us=1 * S,
-        drain_us=1 * S,
-        invariants=NAMES,
-    )
-
-
 @pytest.fixture(scope="module")
 def runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     """The correct protocol and both variants on the same schedule, each trace written to a
     file."""
-    d = tmp_path_factory.mktemp("acks")
-    got: dict[str, Any] = {}
-    for variant in ("none", "ack-waits-for-ack-expected", "drop-detours"):
-        spec = _spec(variant)
-        out = simulate(spec, LINK, 1, record_trace=True)
-        path = d / f"{variant}.jsonl"
-        write_trace(path, run_context(spec, 1), out.trace or (), live_end=True)
-        got[variant] = (out, path)
-    return got
+    variants = ("none", "ack-waits-for-ack-expected", "drop-detours")
+    return run_and_write(variants, LINK, 1, NAMES, tmp_path_factory.mktemp("acks"))
 
 
 @pytest.mark.parametrize(
