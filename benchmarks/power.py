@@ -102,6 +102,7 @@ from typing import Any, Final
 from gapless.benchmarks._mutants import DRAWS, Mutant, mutant_named, sample, unrun
 from gapless.benchmarks.power_judge import (
     FAST_TIERS,
+    OVER_CAP,
     ROOT,
     KillerFailsClean,
     judge_campaign,
@@ -250,7 +251,7 @@ def _judge(
         t0 = time.perf_counter()
         if what == "tests":
             got = judge_tests(mutant, env, work)
-            if got["killed"] and got["by"]:
+            if got["killed"] and got["by"] and got["by"] != OVER_CAP:
                 _check_killer(got["by"], mutant, work, params)
             record = {**record, "killed_by_tests": got["killed"], "tests_by": got["by"]}
             record["tests_pass"] = got["pass"]

@@ -23,16 +23,26 @@ Everything here decides a verdict, so the text of this module is part of both ve
    (its topology no longer builds...), which the unmutated code never does. Stopping at the
    first chunk with a failing schedule cannot change that exit code, only how long a killed
    mutant takes; a surviving mutant always runs every schedule.
+4. **The memory cap** (:func:`run_capped`): every pytest and campaign process group a judge
+   starts is killed when it holds more than :data:`MEMORY_CAP_BYTES` resident. Some mutants
+   turn a loop into one that grows a list without end (``cur + width`` into ``cur - width``);
+   uncapped, one of them filled this 24 GiB machine in a minute and stalled everything on it.
+   A capped run counts as failed (the mutant is seen, as by a hang), and its record says
+   ``memory_cap`` instead of a test name. The unmutated code stays far below the cap (a fast
+   test tier peaks near 1 GiB, a demo campaign near 3 GiB).
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
 import shutil
+import signal
 import subprocess
 import sys
+import tempfile
 from collections import deque
 from pathlib import Path
 from typing import Any, Final
@@ -44,6 +54,8 @@ __all__ = [
     "DEMO",
     "FAST_TIERS",
     "JUDGE_PYTEST",
+    "MEMORY_CAP_BYTES",
+    "OVER_CAP",
     "ROOT",
     "KillerFailsClean",
     "import_distance",
@@ -52,6 +64,7 @@ __all__ = [
     "killer_passes_clean",
     "one_campaign",
     "ordered_test_files",
+    "run_capped",
     "stage",
 ]
 
@@ -73,6 +86,71 @@ JUDGE_PYTEST: Final = (
 #: pytest's short summary line of a failure: the node id is everything up to `` - `` and the
 #: message (a parametrized id may hold spaces: ``test_semantics[loc == "NY"-attrs0]``)
 _FAILED: Final = re.compile(r"^(?:FAILED|ERROR) (.+?)(?: - .*)?$", re.MULTILINE)
+#: Resident memory a judged process group may hold (see the module doc, 4.)
+MEMORY_CAP_BYTES: Final = 8 << 30
+#: What a judged run that hit the memory cap is named by, in place of a test's node id
+OVER_CAP: Final = "memory_cap"
+
+
+class Capped(subprocess.CompletedProcess[str]):
+    """A finished judged run; ``over_cap``: it was killed for holding more than the cap;
+    ``peak``: the most its process group held resident at one sample, in bytes."""
+
+    over_cap: bool = False
+    peak: int = 0
+
+
+def _group_rss(pgid: int) -> int:
+    """Resident bytes of every process in process group ``pgid`` (from ``/proc``)."""
+    total = 0
+    page = os.sysconf("SC_PAGE_SIZE")
+    for d in os.listdir("/proc"):
+        if not d.isdigit():
+            continue
+        try:
+            with open(f"/proc/{d}/stat", "rb") as f:
+                raw = f.read()
+        except OSError:  # the process ended meanwhile
+            continue
+        # fields after the command name (which may hold spaces): state ppid pgrp ... rss is
+        # field 24 of the whole line, 22 after the name
+        rest = raw[raw.rfind(b")") + 2 :].split()
+        if int(rest[2]) == pgid:
+            total += int(rest[21]) * page
+    return total
+
+
+def run_capped(
+    cmd: list[str], cwd: Path, env: dict[str, str], cap: int = MEMORY_CAP_BYTES
+) -> Capped:
+    """Run ``cmd`` in a process group of its own, its output captured, killing the group when
+    it holds more than ``cap`` bytes resident (sampled twice a second)."""
+    with tempfile.TemporaryFile("w+") as out, tempfile.TemporaryFile("w+") as err:
+        p = subprocess.Popen(
+            cmd, cwd=cwd, env=env, stdout=out, stderr=err, text=True, start_new_session=True
+        )
+        over = False
+        peak = 0
+        while True:
+            try:
+                code = p.wait(timeout=0.5)
+                break
+            except subprocess.TimeoutExpired:
+                peak = max(peak, _group_rss(p.pid))
+                if peak > cap:
+                    over = True
+                    os.killpg(p.pid, signal.SIGKILL)
+        if over:
+            code = -signal.SIGKILL
+        else:  # the command ended: its helpers (a Spark JVM...) go with it
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(p.pid, signal.SIGKILL)
+        out.seek(0)
+        err.seek(0)
+        done = Capped(cmd, code, out.read(), err.read())
+    done.over_cap = over
+    done.peak = peak
+    return done
 
 
 def _with_packages(names: set[str]) -> set[str]:
@@ -158,25 +236,23 @@ def judge_tests(
     base = [*JUDGE_PYTEST, "--basetemp", str(work / ("pytest" if stop else "pytest-full"))]
     if not stop:
         files = [str(f.relative_to(ROOT)) for t in FAST_TIERS for f in _tier_files(ROOT / t)]
-        done = subprocess.run(
-            [*base, *files], cwd=ROOT, env=env, capture_output=True, text=True, check=False
-        )
+        done = run_capped([*base, *files], ROOT, env)
         failed = _FAILED.findall(done.stdout)
         return {
             "killed": done.returncode != 0,
-            "by": failed[0] if failed else None,
+            "by": OVER_CAP if done.over_cap else failed[0] if failed else None,
             "pass": None,
             "failures": len(failed),
         }
     for n, files in enumerate(ordered_test_files(mutant.module), start=1):
         if not files:
             continue
-        done = subprocess.run(
-            [*base, "-x", *files], cwd=ROOT, env=env, capture_output=True, text=True, check=False
-        )
+        done = run_capped([*base, "-x", *files], ROOT, env)
         if done.returncode != 0:
-            failed = _FAILED.search(done.stdout)
-            return {"killed": True, "by": failed.group(1) if failed else None, "pass": n}
+            if done.over_cap:
+                return {"killed": True, "by": OVER_CAP, "pass": n}
+            first = _FAILED.search(done.stdout)
+            return {"killed": True, "by": first.group(1) if first else None, "pass": n}
     return {"killed": False, "by": None, "pass": None}
 
 
@@ -192,14 +268,7 @@ def killer_passes_clean(test_id: str, module: str, work: Path) -> bool:
     source = (ROOT / module).read_text()
     clean = Mutant(module=module, line=0, kind="none", index=0, source=source, diff="")
     env = stage(clean, work)
-    done = subprocess.run(
-        [*JUDGE_PYTEST, "--basetemp", str(work / "pytest-clean"), test_id],
-        cwd=ROOT,
-        env=env,
-        capture_output=True,
-        text=True,
-        check=False,
-    )
+    done = run_capped([*JUDGE_PYTEST, "--basetemp", str(work / "pytest-clean"), test_id], ROOT, env)
     return done.returncode == 0
 
 
@@ -235,7 +304,7 @@ def one_campaign(
     cmd += ["--fail-fast"] if stop else []
     if params["schedules"] is not None:
         cmd += ["--schedules", str(params["schedules"])]
-    done = subprocess.run(cmd, cwd=work, env=env, capture_output=True, text=True, check=False)
+    done = run_capped(cmd, work, env)
     try:
         summary = json.loads(done.stdout)
     except json.JSONDecodeError:
@@ -252,4 +321,5 @@ def one_campaign(
         "by_invariant": summary.get("by_invariant"),
         "schedules_run": summary.get("schedules_committed"),
         "stderr_tail": done.stderr[-400:] if done.returncode not in (0, 1) else "",
+        "memory_cap": done.over_cap,
     }

@@ -136,16 +136,21 @@ def test_tests_off_judges_the_campaign_verdicts_only(
 def test_a_campaign_that_cannot_run_with_the_mutant_kills_it(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    class Done:
-        def __init__(self, code: int) -> None:
-            self.returncode, self.stdout, self.stderr = code, "{}", "CampaignConfigError: ..."
+    def done(code: int, over_cap: bool) -> power_judge.Capped:
+        got = power_judge.Capped([], code, "{}", "CampaignConfigError: ...")
+        got.over_cap = over_cap
+        return got
 
     params = power._params({})
-    for code, killed in ((0, False), (1, True), (2, True)):
-        monkeypatch.setattr(power.subprocess, "run", lambda *_a, c=code, **_k: Done(c))
+    cases = ((0, False, False), (1, False, True), (2, False, True), (-9, True, True))
+    for code, over_cap, killed in cases:
+        monkeypatch.setattr(
+            power_judge, "run_capped", lambda *_a, c=code, o=over_cap, **_k: done(c, o)
+        )
         got = power_judge.one_campaign({}, tmp_path, params, ())
         assert got["killed"] is killed
         assert got["exit"] == code
+        assert got["memory_cap"] is over_cap
 
 
 def test_the_report_lists_every_campaign_verdict(monkeypatch: pytest.MonkeyPatch) -> None:
