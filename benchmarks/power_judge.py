@@ -28,8 +28,9 @@ Everything here decides a verdict, so the text of this module is part of both ve
    turn a loop into one that grows a list without end (``cur + width`` into ``cur - width``);
    uncapped, one of them filled this 24 GiB machine in a minute and stalled everything on it.
    A capped run counts as failed (the mutant is seen, as by a hang), and its record says
-   ``memory_cap`` instead of a test name. The unmutated code stays far below the cap (a fast
-   test tier peaks near 1 GiB, a demo campaign near 3 GiB).
+   ``memory_cap`` instead of a test name. The unmutated code stays far below the cap: on
+   2026-11-25 the fast tiers in one process peaked at 0.43 GiB and a 60-schedule demo
+   campaign, Spark's JVM and workers included, at 0.40 GiB.
 """
 
 from __future__ import annotations
