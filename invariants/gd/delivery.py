@@ -52,6 +52,7 @@ from typing import Any, ClassVar, Final, final
 from gapless.impl.effects import DeliverCohort
 from gapless.impl.trace import TraceRecord, Wire
 from gapless.invariants.plugin import (
+    CheckContext,
     Conn,
     Ledger,
     LogEntry,
@@ -61,7 +62,7 @@ from gapless.invariants.plugin import (
     own_ticks,
 )
 
-__all__ = ["NAMES", "GDDelivery"]
+__all__ = ["NAMES", "GDDelivery", "tail_repair_us"]
 
 NAMES: Final = (
     "safety",
@@ -511,14 +512,52 @@ class GDDelivery(Plugin):
                 continue
             got = self.ledger.pubend_acked.get(pubend, -1)
             if got < need:
+                # the oldest logged tick above the prefix is the first one due; AET counts a
+                # tick's age from the tick itself (ticks are µs of the pubend's clock)
+                first = ticks[bisect.bisect_right(ticks, got)]
                 return self._fail(
                     "liveness",
                     self.ctx.pubend_host.get(pubend, pubend),
                     f"the acknowledged prefix of {pubend} reached only {got}, not its last "
-                    f"logged tick a subscription needed, {need}, after heal and drain",
+                    f"logged tick a subscription needed, {need}, after heal and drain"
+                    + _too_early(self.ctx, end.time - first),
                     end,
                     pubend=pubend,
                     tick=need,
                     events=(self.logged[pubend][need][2],),
                 )
         return False
+
+
+def tail_repair_us(ctx: CheckContext) -> int | None:
+    """How long after its tick a message lost at the tail of the run (no later message shows
+    the gap) may take to be acknowledged back to its pubend [GD §3.2]: the pubend sends
+    ``AckExpected`` for it only once it is AET old, at its next periodic check, and the ack
+    then waits up to one ack delay at each level of the cell tree on its way up
+    [GD §3.1]. Link delays and the repair's round trip come on top. None when the protocol has
+    no AET rule (or a trace file did not record it)."""
+    if ctx.aet_us is None or ctx.ack_expected_period_us is None:
+        return None
+    parent = {down: up for up, down in ctx.cell_tree}
+    depth = 0
+    for cell in parent:
+        n, seen = 0, cell
+        while seen in parent and n <= len(parent):
+            seen, n = parent[seen], n + 1
+        depth = max(depth, n)
+    return ctx.aet_us + ctx.ack_expected_period_us + depth * (ctx.ack_delay_us or 0)
+
+
+def _too_early(ctx: CheckContext, waited_us: int) -> str:
+    """A hint for a liveness failure judged ``waited_us`` after the oldest tick above the
+    acknowledged prefix: empty unless that is less than :func:`tail_repair_us` (the drain, not
+    the protocol, may be what is short)."""
+    need = tail_repair_us(ctx)
+    if need is None or waited_us >= need:
+        return ""
+    return (
+        f"; judged only {waited_us / 1e6:.3f} s after the first tick above that prefix, less "
+        f"than the {need / 1e6:.3f} s a tick lost at the tail may need to be acknowledged "
+        "(AET, its check period and one ack delay per level of the cell tree [GD §3.2]): a "
+        "longer drain is needed to judge it"
+    )
