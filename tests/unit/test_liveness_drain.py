@@ -50,7 +50,8 @@ def test_the_schedule_flagged_under_the_short_drain_passes_under_the_campaigns()
 
 def test_a_liveness_failure_judged_before_a_tail_repair_says_so() -> None:
     got = replay(load_counterexample(SEED_1092))
-    assert got.reproduced and got.digest == "match"
+    assert got.reproduced
+    assert got.digest == "match"
     assert "judged only 11.150 s after the first tick above that prefix" in (
         got.outcome.explanation or ""
     )
