@@ -75,5 +75,7 @@ ENTRY: Final = ProtocolEntry(
     wire_schema=Wire,
     trace_check=check_trace_file,
     write_trace=write_world_trace,
+    # canonical_state judges the malformed records of the binding's per-step form check
+    state_checked=("canonical_state",),
 )
 """GD's registry entry."""

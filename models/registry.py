@@ -23,7 +23,10 @@ there by name (``gapless fuzz --protocol NAME``, ``gapless zoo --protocol NAME``
 * ``invariants`` — the names of the invariants that judge it; ``context(graph, workload,
   binding, matches)`` — what they know besides the trace; ``checker(context, names)`` — the
   online checker (``observe(record) -> bool``, ``finish(end)``, ``violation``,
-  ``publish_time(pubend, tick)``, ``restrict(names)``);
+  ``publish_time(pubend, tick)``, ``restrict(names)``); ``state_checked`` — those of them
+  that judge ``malformed`` records, which the world writes only while one of them is judged,
+  after each step that changed a role's state (the binding's ``malformed(before, after)``: a
+  per-step look at the state, paid only when asked for);
 * ``wire_schema`` — the protocol's own frozen summary class of a message on the wire
   (``binding.wire(msg)`` returns one; trace files carry it under this schema) and
   ``trace_check(path, names, *, matches, live_end)`` — its trace-file reader and judge (the
@@ -106,6 +109,7 @@ class ProtocolEntry:
     trace_check: Callable[..., Any] | None = None
     write_trace: Callable[[Any, Scenario, Any, Any], Any] | None = None
     within_budget: Callable[[nx.Graph, tuple[FaultEvent, ...]], bool] | None = None
+    state_checked: tuple[str, ...] = ()
 
     def __attrs_post_init__(self) -> None:
         if self.default_topology not in self.topologies:
@@ -117,6 +121,13 @@ class ProtocolEntry:
             raise ProtocolMisuse(
                 f"ProtocolEntry {self.name!r}: a trace-file format needs both trace_check and "
                 "write_trace (or neither)"
+            )
+        unknown_checked = [n for n in self.state_checked if n not in self.invariants]
+        if unknown_checked:
+            raise ProtocolMisuse(
+                f"ProtocolEntry {self.name!r}: state_checked names invariants "
+                f"{unknown_checked!r} the protocol does not have; allowed: "
+                f"{', '.join(self.invariants)}"
             )
         for v in self.variants.values():
             unknown = [n for n in v.caught_by if n not in self.invariants]

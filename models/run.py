@@ -140,10 +140,11 @@ class Run:
             link_delay_us=spec.link_delay_us,
             link_jitter_us=spec.link_jitter_us,
         )
-        # the per-step form check runs only when its invariant judges (models.world); a
-        # protocol whose checker has no such switch has no such invariant
-        judged = getattr(checker, "on", None)
-        self.world.check_forms = bool(judged and judged.get("canonical_state", False))
+        # the per-step state check runs only while an invariant that reads its records is
+        # judged (models.world, ProtocolEntry.state_checked); no invariants named: all are
+        self.world.check_forms = any(
+            not spec.invariants or n in spec.invariants for n in entry.state_checked
+        )
         if entry.within_budget is not None:
             self.world.fault_hook = self._budget
 

@@ -14,6 +14,7 @@ import pytest
 from _variant_runs import fig3_spec, run_and_write
 
 from gapless.impl.curiosity import A, C
+from gapless.impl.errors import ProtocolMisuse
 from gapless.impl.fmap import FMap
 from gapless.impl.gd.state import Stream
 from gapless.impl.gd.variants import VARIANTS
@@ -141,6 +142,12 @@ def test_the_variant_is_registered_and_judged_on_safety_alone_too() -> None:
     assert "canonical_state" in INVARIANTS
     assert "canonical_state" in GD_ENTRY.safety_invariants
     assert VARIANTS["newest-nacked-first"].caught_by == ("canonical_state",)
+    assert GD_ENTRY.state_checked == ("canonical_state",)
+
+
+def test_an_entry_cannot_state_check_an_invariant_it_does_not_have() -> None:
+    with pytest.raises(ProtocolMisuse, match=r"state_checked names invariants \['no-such'\]"):
+        attrs.evolve(GD_ENTRY, state_checked=("no-such",))
 
 
 def test_the_variant_is_caught_online_and_offline(runs: dict[str, Any]) -> None:
