@@ -57,7 +57,10 @@ Theory of operation
    the bugs the tests find that the campaign finds too); ``equivalent_suspects`` are the
    mutants nobody killed, with their diff, for a person to judge; per-module rows; the wall
    time (of this run; ``judge_s_total`` sums every verdict's own time, resumed ones
-   included). Target: ``campaign_power >= 0.9``.
+   included). Target: ``campaign_power >= 0.9``. Beside it, never in it:
+   ``campaign_power_without_equivalent_in_use``, without the mutants a person argued
+   equivalent in the protocol's use (``benchmarks/power_equivalent.md``, each with its
+   reason, listed under ``equivalent_in_use``).
 
 Parameters (``gapless bench power --param KEY=VALUE``): ``mutants`` (60), ``seed`` (1),
 ``schedules`` (the demo's 300; fewer for a quick look, reported as such), ``master``
@@ -90,6 +93,7 @@ from __future__ import annotations
 import hashlib
 import json
 import random
+import re
 import shutil
 import subprocess
 import sys
@@ -125,6 +129,9 @@ __all__ = [
 ]
 
 TARGET: Final = 0.9
+#: mutants a person argued equivalent in the protocol's use (reported beside the headline)
+EQUIVALENT_IN_USE: Final = ROOT / "benchmarks" / "power_equivalent.md"
+_LISTED: Final = re.compile(r"^- `([^`]+)`: (.+)$", re.MULTILINE)
 #: Whose campaigns are judged: every mutant's, those the tests kill (all ``campaign_power``
 #: needs), or none (a tests-only pass, e.g. while the campaign code is still changing).
 _CAMPAIGNS: Final = ("all", "killed", "none")
@@ -439,6 +446,34 @@ def named_mutants(root: Path, modules: list[str], only: str) -> list[Mutant]:
     return sorted(found, key=lambda m: (m.module, m.index))
 
 
+def equivalent_in_use(path: Path = EQUIVALENT_IN_USE) -> dict[str, str]:
+    """``mutant id -> reason`` from ``benchmarks/power_equivalent.md``; empty without it."""
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        return {}
+    return {m.group(1): m.group(2) for m in _LISTED.finditer(text)}
+
+
+def _without_equivalent(judged: list[dict[str, Any]], listed: dict[str, str]) -> dict[str, Any]:
+    """The campaign power over the test-killed mutants not argued equivalent in use, and the
+    listed ones in this sample with their reason and campaign verdict."""
+    found = [r for r in judged if r["mutant"] in listed and r["killed_by_tests"]]
+    rest = [r for r in judged if r["mutant"] not in listed and r["killed_by_tests"]]
+    both = sum(bool(r.get("killed_by_campaign")) for r in rest)
+    return {
+        "campaign_power_without_equivalent_in_use": round(both / len(rest), 3) if rest else 0.0,
+        "equivalent_in_use": [
+            {
+                "mutant": r["mutant"],
+                "killed_by_campaign": bool(r.get("killed_by_campaign")),
+                "reason": listed[r["mutant"]],
+            }
+            for r in found
+        ],
+    }
+
+
 def run(**given: str) -> dict[str, Any]:
     params = _params(given)
     t0 = time.perf_counter()
@@ -480,6 +515,8 @@ def run(**given: str) -> dict[str, Any]:
         "killed_by_campaign": by_campaign,
         "killed_by_both": both,
         "campaign_power": power,
+        # beside the headline, never in it: benchmarks/power_equivalent.md
+        **_without_equivalent(judged, equivalent_in_use()),
         "campaigns": params["campaigns"],
         "sampled_from": (
             "named mutants (only=)"
