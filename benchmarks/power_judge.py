@@ -23,14 +23,15 @@ Everything here decides a verdict, so the text of this module is part of both ve
    (its topology no longer builds...), which the unmutated code never does. Stopping at the
    first chunk with a failing schedule cannot change that exit code, only how long a killed
    mutant takes; a surviving mutant always runs every schedule.
-4. **The memory cap** (:func:`run_capped`): every pytest and campaign process group a judge
-   starts is killed when it holds more than :data:`MEMORY_CAP_BYTES` resident. Some mutants
+4. **The memory cap** (:func:`run_capped`): every pytest and campaign a judge starts runs in
+   a session of its own, killed whole when it holds more than :data:`MEMORY_CAP_BYTES`
+   resident (the session, not the process group: Spark's Python workers leave the group). Some mutants
    turn a loop into one that grows a list without end (``cur + width`` into ``cur - width``);
    uncapped, one of them filled this 24 GiB machine in a minute and stalled everything on it.
    A capped run counts as failed (the mutant is seen, as by a hang), and its record says
    ``memory_cap`` instead of a test name. The unmutated code stays far below the cap: on
-   2026-11-25 the fast tiers in one process peaked at 0.43 GiB and a 60-schedule demo
-   campaign, Spark's JVM and workers included, at 0.40 GiB.
+   2026-11-25 the fast tiers in one process peaked at 0.43 GiB, and a 60-schedule demo
+   campaign, its JVM and Python workers included, at 0.61 GiB.
 """
 
 from __future__ import annotations
@@ -101,9 +102,11 @@ class Capped(subprocess.CompletedProcess[str]):
     peak: int = 0
 
 
-def _group_rss(pgid: int) -> int:
-    """Resident bytes of every process in process group ``pgid`` (from ``/proc``)."""
-    total = 0
+def _session(sid: int) -> dict[int, int]:
+    """``pid -> resident bytes`` of every process in session ``sid`` (from ``/proc``): a
+    process group is not enough, since Spark's Python daemon puts its workers in a group of
+    their own (``os.setpgid``), but they stay in the session."""
+    out: dict[int, int] = {}
     page = os.sysconf("SC_PAGE_SIZE")
     for d in os.listdir("/proc"):
         if not d.isdigit():
@@ -113,19 +116,27 @@ def _group_rss(pgid: int) -> int:
                 raw = f.read()
         except OSError:  # the process ended meanwhile
             continue
-        # fields after the command name (which may hold spaces): state ppid pgrp ... rss is
-        # field 24 of the whole line, 22 after the name
+        # the fields after the command name (which may hold spaces): state ppid pgrp session
+        # ...; rss is field 24 of the whole line, 22 after the name
         rest = raw[raw.rfind(b")") + 2 :].split()
-        if int(rest[2]) == pgid:
-            total += int(rest[21]) * page
-    return total
+        if int(rest[3]) == sid:
+            out[int(d)] = int(rest[21]) * page
+    return out
+
+
+def _kill_session(sid: int) -> None:
+    for pid in _session(sid):
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, signal.SIGKILL)
 
 
 def run_capped(
     cmd: list[str], cwd: Path, env: dict[str, str], cap: int = MEMORY_CAP_BYTES
 ) -> Capped:
-    """Run ``cmd`` in a process group of its own, its output captured, killing the group when
-    it holds more than ``cap`` bytes resident (sampled twice a second)."""
+    """Run ``cmd`` in a session of its own, its output captured, killing every process of the
+    session when together they hold more than ``cap`` bytes resident (sampled twice a
+    second); what is left of the session when ``cmd`` ends (a Spark JVM, its workers) goes
+    with it."""
     with tempfile.TemporaryFile("w+") as out, tempfile.TemporaryFile("w+") as err:
         p = subprocess.Popen(
             cmd, cwd=cwd, env=env, stdout=out, stderr=err, text=True, start_new_session=True
@@ -137,15 +148,13 @@ def run_capped(
                 code = p.wait(timeout=0.5)
                 break
             except subprocess.TimeoutExpired:
-                peak = max(peak, _group_rss(p.pid))
+                peak = max(peak, sum(_session(p.pid).values()))
                 if peak > cap:
                     over = True
-                    os.killpg(p.pid, signal.SIGKILL)
+                    _kill_session(p.pid)
         if over:
             code = -signal.SIGKILL
-        else:  # the command ended: its helpers (a Spark JVM...) go with it
-            with contextlib.suppress(ProcessLookupError):
-                os.killpg(p.pid, signal.SIGKILL)
+        _kill_session(p.pid)
         out.seek(0)
         err.seek(0)
         done = Capped(cmd, code, out.read(), err.read())
