@@ -25,9 +25,10 @@ Everything here decides a verdict, so the text of this module is part of both ve
    mutant takes; a surviving mutant always runs every schedule.
 4. **The memory cap** (:func:`run_capped`): every pytest and campaign a judge starts runs in
    a session of its own, killed whole when it holds more than :data:`MEMORY_CAP_BYTES`
-   resident (the session, not the process group: Spark's Python workers leave the group). Some mutants
-   turn a loop into one that grows a list without end (``cur + width`` into ``cur - width``);
-   uncapped, one of them filled this 24 GiB machine in a minute and stalled everything on it.
+   resident (the session, not the process group: Spark's Python workers leave the group).
+   Some mutants turn a loop into one that grows a list without end (``cur + width`` into
+   ``cur - width``); uncapped, one of them filled this 24 GiB machine in a minute and stalled
+   everything on it.
    A capped run counts as failed (the mutant is seen, as by a hang), and its record says
    ``memory_cap`` instead of a test name. The unmutated code stays far below the cap: on
    2026-11-25 the fast tiers in one process peaked at 0.43 GiB, and a 60-schedule demo
