@@ -157,3 +157,55 @@ def test_cohorts_and_single_deliveries_together_settle_a_message() -> None:
     late = check_trace(_cohort_ctx(), _cohort_trace(both, other), names, live_end=True)
     assert late is not None
     assert late.subject == "u3"
+
+
+#: a broker that never forwards first-time knowledge to its downstream cells (``and`` ->
+#: ``or`` in ``forward``'s cell loop): every subscriber still gets everything by the end,
+#: through AckExpected and nacks, so only the "at once" of quiet_delivery sees it
+FORWARD_MUTANT = "impl/gd/forwarding.py:155:boolop And#49"
+
+
+def test_a_broker_that_stops_forwarding_first_time_is_caught(tmp_path: Path) -> None:
+    mutant = mutant_named(ROOT, FORWARD_MUTANT)
+    assert mutant is not None
+    assert "what.only_cell is not None or c != what.only_cell" in mutant.diff
+    impl = tmp_path / "src" / "gapless" / "impl"
+    for f in (ROOT / "impl").rglob("*.py"):
+        dest = impl / f.relative_to(ROOT / "impl")
+        dest.parent.mkdir(parents=True, exist_ok=True)
+        dest.write_text(f.read_text())
+    (impl / "gd" / "forwarding.py").write_text(mutant.source)
+    env = dict(os.environ, PYTHONPATH=str(tmp_path / "src"), PYTHONDONTWRITEBYTECODE="1")
+    config = load_config(DEMO)
+    seed = 6  # a demo seed on the default setup whose first fault comes late (1.45 s)
+    assert setup_of_seed(config, seed) == ""
+    done = subprocess.run(
+        [sys.executable, "-c", _RUN.replace("2.0", "5.0"), str(DEMO), str(seed)],
+        env=env,
+        capture_output=True,
+        text=True,
+        check=True,
+        cwd=tmp_path,
+    )
+    row = json.loads(done.stdout)
+    assert row["verdict"] == "violation", row["explanation"]
+    assert row["invariant"] == "quiet_delivery"
+    assert "before the first fault" in row["explanation"]
+    # the correct protocol passes the same seed
+    correct = run_seed(canonical_json(load_config(DEMO, {"duration_s": 5.0}).to_data()), seed)
+    assert correct.row["verdict"] == "pass", correct.row["explanation"]
+
+
+def test_a_delivery_after_the_first_fault_does_not_count() -> None:
+    names = ("quiet_delivery",)
+    late = 1_000_000 + SETTLE_US + 1
+    recs = _trace(late)
+    got = Deliver(subscriber="u1", connection=0, pubend="P1", tick=7, payload={"n": 0})
+    before = [*recs[:2], TraceRecord(seq=2, time=1_100_000, node="s1", kind="deliver", detail=got)]
+    before += [attrs.evolve(r, seq=r.seq + 1) for r in recs[2:]]
+    assert check_trace(ctx(), before, names, live_end=True) is None
+    late_got = TraceRecord(seq=len(recs), time=late + 1, node="s1", kind="deliver", detail=got)
+    after = [*recs, late_got]
+    v = check_trace(ctx(), after, names, live_end=True)
+    assert v is not None
+    assert f"before the first fault at {late}µs" in v.message
