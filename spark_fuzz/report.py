@@ -24,6 +24,7 @@ import html
 import json
 import os
 import shutil
+import textwrap
 import uuid
 from collections import Counter
 from pathlib import Path
@@ -46,6 +47,8 @@ _LOWERINGS: Final = ("K:D->F", "K:D->F(filter)", "C:C->N")
 """Transitions that are not joins but that GD's roles make: a delivered D becomes F at the
 SHB, a D a downstream filter drops is F for that cell, curiosity is forgotten after the
 minimum nack repetition interval [GD §2.3, §3.1]."""
+#: characters per line of a plot title (a 7-inch figure at font size 9)
+_TITLE_WIDTH: Final = 95
 
 
 def lattice_transitions() -> tuple[str, ...]:
@@ -90,7 +93,9 @@ def _what(config: dict[str, Any], rows: int) -> str:
                 changes.append("its own workload")
             share = f"{float(setup['share']):.0%}"
             parts.append(f"{name} {share}" + (f" ({', '.join(changes)})" if changes else ""))
-        what += "\nmix (drawn per schedule): " + "; ".join(parts)
+        # wrapped to the plots' width: one long line was cut off at both edges
+        mixed = "mix (drawn per schedule): " + "; ".join(parts)
+        what += "\n" + "\n".join(textwrap.wrap(mixed, _TITLE_WIDTH))
     return what
 
 

@@ -11,7 +11,7 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt
 
-from gapless.spark_fuzz.report import _roles_coverage_plot, _what
+from gapless.spark_fuzz.report import _TITLE_WIDTH, _roles_coverage_plot, _what
 from gapless.spark_fuzz.transitions import reachable
 
 
@@ -29,12 +29,25 @@ def test_each_mix_setup_is_named_with_its_share_and_what_it_changes() -> None:
         "best-effort": {"share": 0.1, "run_config": {"best_effort": True}, "invariants": ["x"]},
     }
     text = _what(_config(mix=mix), 300)
-    first, second = text.split("\n")
+    first, *rest = text.split("\n")
     assert first == "gd, variant none, topology fig3, 300 schedules"
-    assert second == (
+    assert " ".join(rest) == (
         "mix (drawn per schedule): best-effort 10% (best_effort = True); "
         "total-order 15% (topology total-order)"
     )
+
+
+def test_a_long_mix_is_wrapped_to_the_plots_width() -> None:
+    """The demo's three setups made one line the 7-inch plots cut off at both edges."""
+    mix = {
+        "total-order": {"share": 0.15, "topology": "total-order"},
+        "best-effort": {"share": 0.1, "run_config": {"best_effort": True}},
+        "with-group-commit": {"share": 0.05, "run_config": {"group_commit": True}},
+    }
+    lines = _what(_config(mix=mix), 300).split("\n")
+    assert len(lines) >= 3
+    assert all(len(line) <= _TITLE_WIDTH for line in lines)
+    assert "with-group-commit 5% (group_commit = True)" in " ".join(lines)
 
 
 def test_the_coverage_plot_counts_the_roles_transitions() -> None:
