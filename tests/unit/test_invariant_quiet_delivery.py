@@ -7,14 +7,11 @@ a message published too close to the first fault is not judged."""
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import attrs
+from _staged_mutant import mutant, run_staged
 
-from gapless.benchmarks._mutants import mutant_named
 from gapless.impl.effects import Deliver, DeliverCohort
 from gapless.impl.inputs import Connect
 from gapless.impl.trace import Fault, Published, TraceRecord
@@ -44,26 +41,10 @@ def _best_effort_seed() -> int:
 
 
 def test_a_best_effort_pubend_that_boots_down_is_caught(tmp_path: Path) -> None:
-    mutant = mutant_named(ROOT, MUTANT)
-    assert mutant is not None
-    assert "up=False" in mutant.diff
-    impl = tmp_path / "src" / "gapless" / "impl"
-    for f in (ROOT / "impl").rglob("*.py"):
-        dest = impl / f.relative_to(ROOT / "impl")
-        dest.parent.mkdir(parents=True, exist_ok=True)
-        dest.write_text(f.read_text())
-    (impl / "gd" / "best_effort.py").write_text(mutant.source)
-    env = dict(os.environ, PYTHONPATH=str(tmp_path / "src"), PYTHONDONTWRITEBYTECODE="1")
-    seed = str(_best_effort_seed())
-    done = subprocess.run(
-        [sys.executable, "-c", _RUN, str(DEMO), seed],
-        env=env,
-        capture_output=True,
-        text=True,
-        check=True,
-        cwd=tmp_path,
-    )
-    row = json.loads(done.stdout)
+    m = mutant(MUTANT)
+    assert "up=False" in m.diff
+    out = run_staged(tmp_path, m, _RUN, str(DEMO), str(_best_effort_seed()))
+    row = json.loads(out)
     assert row["verdict"] == "violation", row["explanation"]
     assert row["invariant"] == "quiet_delivery"
 
@@ -166,28 +147,13 @@ FORWARD_MUTANT = "impl/gd/forwarding.py:155:boolop And#49"
 
 
 def test_a_broker_that_stops_forwarding_first_time_is_caught(tmp_path: Path) -> None:
-    mutant = mutant_named(ROOT, FORWARD_MUTANT)
-    assert mutant is not None
-    assert "what.only_cell is not None or c != what.only_cell" in mutant.diff
-    impl = tmp_path / "src" / "gapless" / "impl"
-    for f in (ROOT / "impl").rglob("*.py"):
-        dest = impl / f.relative_to(ROOT / "impl")
-        dest.parent.mkdir(parents=True, exist_ok=True)
-        dest.write_text(f.read_text())
-    (impl / "gd" / "forwarding.py").write_text(mutant.source)
-    env = dict(os.environ, PYTHONPATH=str(tmp_path / "src"), PYTHONDONTWRITEBYTECODE="1")
+    m = mutant(FORWARD_MUTANT)
+    assert "what.only_cell is not None or c != what.only_cell" in m.diff
     config = load_config(DEMO)
     seed = 6  # a demo seed on the default setup whose first fault comes late (1.45 s)
     assert setup_of_seed(config, seed) == ""
-    done = subprocess.run(
-        [sys.executable, "-c", _RUN.replace("2.0", "5.0"), str(DEMO), str(seed)],
-        env=env,
-        capture_output=True,
-        text=True,
-        check=True,
-        cwd=tmp_path,
-    )
-    row = json.loads(done.stdout)
+    out = run_staged(tmp_path, m, _RUN.replace("2.0", "5.0"), str(DEMO), str(seed))
+    row = json.loads(out)
     assert row["verdict"] == "violation", row["explanation"]
     assert row["invariant"] == "quiet_delivery"
     assert "before the first fault" in row["explanation"]

@@ -8,12 +8,10 @@ on the demo's first schedules, best-effort ones included."""
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 
-from gapless.benchmarks._mutants import mutant_named
+from _staged_mutant import mutant, run_staged
+
 from gapless.spark_fuzz.config import canonical_json, config_for_seed, load_config, setup_of_seed
 from gapless.spark_fuzz.execute import run_seed
 
@@ -35,25 +33,10 @@ _RUN = (
 
 
 def test_a_refused_duplicate_is_caught_on_the_demos_first_schedules(tmp_path: Path) -> None:
-    mutant = mutant_named(ROOT, MUTANT)
-    assert mutant is not None
-    assert "elif old == d:" in mutant.diff
-    impl = tmp_path / "src" / "gapless" / "impl"
-    for f in (ROOT / "impl").rglob("*.py"):
-        dest = impl / f.relative_to(ROOT / "impl")
-        dest.parent.mkdir(parents=True, exist_ok=True)
-        dest.write_text(f.read_text())
-    (impl / "gd" / "istream.py").write_text(mutant.source)
-    env = dict(os.environ, PYTHONPATH=str(tmp_path / "src"), PYTHONDONTWRITEBYTECODE="1")
-    done = subprocess.run(
-        [sys.executable, "-c", _RUN, str(DEMO)],
-        env=env,
-        capture_output=True,
-        text=True,
-        check=True,
-        cwd=tmp_path,
-    )
-    row = json.loads(done.stdout)
+    m = mutant(MUTANT)
+    assert "elif old == d:" in m.diff
+    out = run_staged(tmp_path, m, _RUN, str(DEMO))
+    row = json.loads(out)
     assert row["verdict"] == "violation", row["explanation"]
     assert row["invariant"] == "refused_input"
     assert "conflicting data" in row["explanation"]
