@@ -30,7 +30,7 @@ _RUN = (
     "import json, sys\n"
     "from gapless.spark_fuzz.config import canonical_json, load_config\n"
     "from gapless.spark_fuzz.execute import run_seed\n"
-    "c = load_config(sys.argv[1], {'duration_s': 2.0})\n"
+    "c = load_config(sys.argv[1], {'duration_s': float(sys.argv[3])})\n"
     "print(json.dumps(run_seed(canonical_json(c.to_data()), int(sys.argv[2])).row))\n"
 )
 
@@ -43,7 +43,7 @@ def _best_effort_seed() -> int:
 def test_a_best_effort_pubend_that_boots_down_is_caught(tmp_path: Path) -> None:
     m = mutant(MUTANT)
     assert "up=False" in m.diff
-    out = run_staged(tmp_path, m, _RUN, str(DEMO), str(_best_effort_seed()))
+    out = run_staged(tmp_path, m, _RUN, str(DEMO), str(_best_effort_seed()), "2.0")
     row = json.loads(out)
     assert row["verdict"] == "violation", row["explanation"]
     assert row["invariant"] == "quiet_delivery"
@@ -152,7 +152,7 @@ def test_a_broker_that_stops_forwarding_first_time_is_caught(tmp_path: Path) -> 
     config = load_config(DEMO)
     seed = 6  # a demo seed on the default setup whose first fault comes late (1.45 s)
     assert setup_of_seed(config, seed) == ""
-    out = run_staged(tmp_path, m, _RUN.replace("2.0", "5.0"), str(DEMO), str(seed))
+    out = run_staged(tmp_path, m, _RUN, str(DEMO), str(seed), "5.0")
     row = json.loads(out)
     assert row["verdict"] == "violation", row["explanation"]
     assert row["invariant"] == "quiet_delivery"
