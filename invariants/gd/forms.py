@@ -30,6 +30,12 @@ the ledgers' fields, :func:`gapless.impl.ticksets.is_canonical`). They are judge
 of ``impl/`` so that the core holds only what the protocol runs: the power bench mutates
 ``impl/``, and a mutant of a judge is not a protocol bug.
 
+Beside each value's own form, a stream's knowledge and curiosity ledger are tied: upstream C
+lies only on ticks the knowledge does not know, and the acknowledged prefix reaches every tick
+that is A in all downstream cells (:func:`prefix_problem`). The power measure found an IB that
+acked one tick short (``grow_a_prefix`` stopping at ``cur - 2``): every later ack covered the
+tick, so nothing on the wire or at a subscriber showed it, and only the state does.
+
 Values that never stay in a state — a tick set a step builds and sends at once — are judged
 where they become observable: the F ranges of every message sent (``Wire.final_ranges``) must
 be one canonical tick set too. A broken ``ticksets.add`` fast path that appends a touching run
@@ -58,6 +64,7 @@ __all__ = [
     "cell_problem",
     "ledger_problem",
     "malformed",
+    "prefix_problem",
     "run_stream_problem",
     "stream_problem",
 ]
@@ -220,9 +227,10 @@ def ledger_problem(led: CuriosityLedger, old: CuriosityLedger | None = None) -> 
 def stream_problem(s: Any, old: Any = None) -> str | None:
     """What keeps one GD stream (:class:`gapless.impl.gd.state.Stream`) from its canonical
     form (None: none): the knowledge stream, the curiosity ledger and the SHB's ``nacked``
-    tick set each by its check above, and the one tie between the two lattices the ledger
-    keeps apart from the knowledge: upstream C only on ticks that are Q here — a nack makes C
-    only what it could not answer, and arriving knowledge settles it [GD §2.1, §3.1]. With
+    tick set each by its check above, and the two ties between the knowledge and the ledger
+    that keeps curiosity apart from it: upstream C only on ticks that are Q here — a nack
+    makes C only what it could not answer, and arriving knowledge settles it [GD §2.1, §3.1];
+    and the acknowledged prefix as long as the cells' A allows (:func:`prefix_problem`). With
     ``old`` (the stream before a step), a part that is the very object it was is skipped."""
     k, led = s.knowledge, s.ledger
     k_new = old is None or k is not old.knowledge
@@ -246,7 +254,43 @@ def stream_problem(s: Any, old: Any = None) -> str | None:
                     "already knows; istream C lies only on Q ticks, settled as knowledge "
                     "arrives [GD §3.1]"
                 )
+        got = prefix_problem(k, led)
+        if got is not None:
+            return f"knowledge and ledger: {got}"
     return None
+
+
+def _holds(ticks: tuple[tuple[int, int], ...], t: int) -> bool:
+    """Whether tick ``t`` lies in one of the ascending ``(lo, hi)`` runs ``ticks``."""
+    for lo, hi in ticks:
+        if lo > t:
+            return False
+        if t <= hi:
+            return True
+    return False
+
+
+def prefix_problem(k: KnowledgeStream, led: CuriosityLedger) -> str | None:
+    """What keeps a stream's acknowledged prefix short of the one its cell ledgers imply
+    (None: nothing). A tick of the istream is A once every downstream cell's ostream is A
+    there — acked, or removed by the cell's edge filter — and the A prefix becomes F
+    [GD §2.1, §2.4, §3.1]; the roles grow the prefix in the very step that makes a tick A
+    (``grow_a_prefix``), so after any step the tick just past ``0..fin`` is not A in every
+    cell. A prefix left short is sent upstream short and released late: the pubend keeps data
+    its subscribers already have, and an IB answers nacks for ticks it could call F. A
+    stream with no cell ledgers (an SHB's) has no such tie."""
+    cells = led.cells
+    if not cells:
+        return None
+    t = k.fin + 1
+    for c in cells:
+        if t > c.acked and not _holds(c.filtered, t):
+            return None
+    return (
+        f"the acknowledged prefix ends at tick {k.fin}, yet tick {t} is A in every downstream "
+        "cell (acked or filtered there): the A prefix grows, and becomes F, in the step that "
+        "makes its next tick A [GD §2.4, §3.1]"
+    )
 
 
 def malformed(before: object, after: object) -> str | None:

@@ -26,6 +26,7 @@ from gapless.invariants.gd.forms import (
     cell_problem,
     ledger_problem,
     malformed,
+    prefix_problem,
     run_stream_problem,
     stream_problem,
 )
@@ -193,3 +194,28 @@ def test_upstream_curiosity_on_a_known_tick_is_named() -> None:
     got = stream_problem(known)
     assert got is not None
     assert "upstream C (3, 9) holds ticks ((5, 5),)" in got
+
+
+def test_an_acknowledged_prefix_short_of_the_cells_a_is_named() -> None:
+    """The second tie [GD §2.4, §3.1]: the acknowledged prefix reaches every tick A in all
+    cells — acked in one, filtered in the other — and stops at the first that is not."""
+    k = KnowledgeStream().accumulate(0, 9, S).acknowledge(3)
+    assert k.fin == 3
+    both = CuriosityLedger.fresh(2).with_cells(
+        (CellLedger().ack(4), CellLedger().ack(2).filter(((3, 6),)))
+    )
+    got = stream_problem(Stream(knowledge=k, ledger=both))
+    assert got is not None
+    assert "ends at tick 3, yet tick 4 is A in every downstream cell" in got
+    assert prefix_problem(k.acknowledge(4), both) is None, "grown to 4: tick 5 is A in one only"
+    one = both.with_cells((CellLedger().ack(3), both.cells[1]))
+    assert prefix_problem(k, one) is None, "tick 4 is not A in the first cell"
+    assert prefix_problem(k, CuriosityLedger()) is None, "no cells (an SHB): no tie"
+    assert prefix_problem(k, CuriosityLedger.fresh(1).with_cells((CellLedger().ack(9),)))
+
+
+def test_the_short_prefix_check_runs_only_for_a_changed_stream() -> None:
+    k = KnowledgeStream().accumulate(0, 9, S).acknowledge(3)
+    short = Stream(knowledge=k, ledger=CuriosityLedger.fresh(1).with_cells((CellLedger().ack(5),)))
+    assert stream_problem(short) is not None
+    assert stream_problem(short, short) is None, "nothing the step replaced"
