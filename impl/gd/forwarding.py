@@ -298,7 +298,9 @@ def _a_end(ctx: NodeCtx, s: Stream, t: int) -> int | None:
 
 def grow_a_prefix(ctx: NodeCtx, s: Stream, step: Step) -> Stream:
     """Grow the istream's A prefix [GD §3.1]: it is A where every ostream is A or the
-    istream is F; ticks of the prefix become F (D* -> F)."""
+    istream is F; ticks of the prefix become F (D* -> F), and the ledger lets go of every C
+    and per-cell F there. A prefix that grew from upstream F alone (``K:Q->F``, after the
+    step forwarded it and served the C it answers) is released here too."""
     fin = s.knowledge.fin
     cur = fin + 1
     end = _a_end(ctx, s, cur)
@@ -307,7 +309,11 @@ def grow_a_prefix(ctx: NodeCtx, s: Stream, step: Step) -> Stream:
         end = _a_end(ctx, s, cur)
     prefix = cur - 1
     if prefix > fin:
-        s = raise_fin(s, prefix, step)
+        return raise_fin(s, prefix, step)
+    led = s.ledger
+    released = led.release(fin)
+    if released is not led:
+        s = evolve(s, ledger=released)
     return s
 
 

@@ -31,10 +31,12 @@ of ``impl/`` so that the core holds only what the protocol runs: the power bench
 ``impl/``, and a mutant of a judge is not a protocol bug.
 
 Beside each value's own form, a stream's knowledge and curiosity ledger are tied: upstream C
-lies only on ticks the knowledge does not know, and the acknowledged prefix reaches every tick
-that is A in all downstream cells (:func:`prefix_problem`). The power measure found an IB that
-acked one tick short (``grow_a_prefix`` stopping at ``cur - 2``): every later ack covered the
-tick, so nothing on the wire or at a subscriber showed it, and only the state does.
+lies only on ticks the knowledge does not know; the ledger keeps no per-cell F or C where the
+knowledge is F; and the acknowledged prefix reaches every tick that is A in all downstream
+cells (:func:`prefix_problem`). The power measure found an IB that acked one tick short
+(``grow_a_prefix`` stopping at ``cur - 2``) and a cell ledger whose release kept its F
+(``CellLedger.release`` answering ``self`` when only F changed): neither showed on the wire or
+at a subscriber, and only the state does.
 
 Values that never stay in a state — a tick set a step builds and sends at once — are judged
 where they become observable: the F ranges of every message sent (``Wire.final_ranges``) must
@@ -230,7 +232,8 @@ def stream_problem(s: Any, old: Any = None) -> str | None:
     tick set each by its check above, and the two ties between the knowledge and the ledger
     that keeps curiosity apart from it: upstream C only on ticks that are Q here — a nack
     makes C only what it could not answer, and arriving knowledge settles it [GD §2.1, §3.1];
-    and the acknowledged prefix as long as the cells' A allows (:func:`prefix_problem`). With
+    and the acknowledged prefix as long as the cells' A allows, with no cell F or C below it
+    (:func:`prefix_problem`). With
     ``old`` (the stream before a step), a part that is the very object it was is skipped."""
     k, led = s.knowledge, s.ledger
     k_new = old is None or k is not old.knowledge
@@ -271,18 +274,39 @@ def _holds(ticks: tuple[tuple[int, int], ...], t: int) -> bool:
 
 
 def prefix_problem(k: KnowledgeStream, led: CuriosityLedger) -> str | None:
-    """What keeps a stream's acknowledged prefix short of the one its cell ledgers imply
-    (None: nothing). A tick of the istream is A once every downstream cell's ostream is A
-    there — acked, or removed by the cell's edge filter — and the A prefix becomes F
-    [GD §2.1, §2.4, §3.1]; the roles grow the prefix in the very step that makes a tick A
-    (``grow_a_prefix``), so after any step the tick just past ``0..fin`` is not A in every
-    cell. A prefix left short is sent upstream short and released late: the pubend keeps data
-    its subscribers already have, and an IB answers nacks for ticks it could call F. A
-    stream with no cell ledgers (an SHB's) has no such tie."""
+    """What ties a stream's acknowledged prefix ``0..fin`` and its cell ledgers wrong (None:
+    nothing), both ways [GD §2.1, §2.4, §3.1]:
+
+    * below it, no cell keeps F or any broker's C: where the istream is F, the ledger has
+      let go of them (``grow_a_prefix`` releases the ledger in every step that changes the
+      istream, also when the prefix grew from upstream F alone);
+    * just past it, tick ``fin + 1`` is not A in every downstream cell (acked, or removed by
+      the cell's edge filter): the roles grow the prefix, and make it F, in the very step
+      that makes its next tick A. A prefix left short is acked upstream short and released
+      late, and no wire or delivery rule sees it, since every later ack covers the tick.
+
+    A stream with no cell ledgers (an SHB's) has no such tie."""
     cells = led.cells
     if not cells:
         return None
-    t = k.fin + 1
+    fin = k.fin
+    for i, c in enumerate(cells):
+        f = c.filtered
+        if f and f[0][0] <= fin:
+            return (
+                f"cell {i} keeps F {f[0]!r} at or below the acknowledged prefix 0..{fin}: "
+                "the ledger lets go of per-cell F and C where the istream is F "
+                "[GD §2.1.1, §3.1]"
+            )
+        for broker in c.curious:
+            got = c.curious[broker]
+            if got and got[0][0] <= fin:
+                return (
+                    f"cell {i} keeps C {got[0]!r} of {broker!r} at or below the acknowledged "
+                    f"prefix 0..{fin}: the ledger lets go of per-cell F and C where the istream "
+                    "is F [GD §2.1.1, §3.1]"
+                )
+    t = fin + 1
     for c in cells:
         if t > c.acked and not _holds(c.filtered, t):
             return None

@@ -202,12 +202,13 @@ def test_an_acknowledged_prefix_short_of_the_cells_a_is_named() -> None:
     k = KnowledgeStream().accumulate(0, 9, S).acknowledge(3)
     assert k.fin == 3
     both = CuriosityLedger.fresh(2).with_cells(
-        (CellLedger().ack(4), CellLedger().ack(2).filter(((3, 6),)))
+        (CellLedger().ack(4), CellLedger().ack(3).filter(((4, 6),)))
     )
     got = stream_problem(Stream(knowledge=k, ledger=both))
     assert got is not None
     assert "ends at tick 3, yet tick 4 is A in every downstream cell" in got
-    assert prefix_problem(k.acknowledge(4), both) is None, "grown to 4: tick 5 is A in one only"
+    grown = k.acknowledge(4)
+    assert prefix_problem(grown, both.release(4)) is None, "grown to 4: tick 5 is A in one only"
     one = both.with_cells((CellLedger().ack(3), both.cells[1]))
     assert prefix_problem(k, one) is None, "tick 4 is not A in the first cell"
     assert prefix_problem(k, CuriosityLedger()) is None, "no cells (an SHB): no tie"
@@ -219,3 +220,19 @@ def test_the_short_prefix_check_runs_only_for_a_changed_stream() -> None:
     short = Stream(knowledge=k, ledger=CuriosityLedger.fresh(1).with_cells((CellLedger().ack(5),)))
     assert stream_problem(short) is not None
     assert stream_problem(short, short) is None, "nothing the step replaced"
+
+
+def test_cell_f_or_c_at_or_below_the_final_prefix_is_named() -> None:
+    """The same tie's other side [GD §2.1.1, §3.1]: where the istream is F, the ledger holds
+    no per-cell F and no broker's C."""
+    k = KnowledgeStream().accumulate(0, 9, F).accumulate(10, 12, S)
+    f_low = CuriosityLedger.fresh(1).with_cells((CellLedger().filter(((9, 11),)),))
+    got = prefix_problem(k, f_low)
+    assert got is not None
+    assert "cell 0 keeps F (9, 11) at or below the acknowledged prefix 0..9" in got
+    c_low = CellLedger(curious=FMap({"s2": ((12, 12),), "s1": ((7, 7),)}))
+    got = prefix_problem(k, CuriosityLedger.fresh(2).with_cells((CellLedger(), c_low)))
+    assert got is not None
+    assert "cell 1 keeps C (7, 7) of 's1' at or below the acknowledged prefix 0..9" in got
+    above = CellLedger(filtered=((11, 11),), curious=FMap({"s1": ((10, 12),)}))
+    assert prefix_problem(k, CuriosityLedger.fresh(1).with_cells((above,))) is None
