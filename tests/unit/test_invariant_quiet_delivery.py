@@ -143,7 +143,7 @@ def test_cohorts_and_single_deliveries_together_settle_a_message() -> None:
 #: a broker that never forwards first-time knowledge to its downstream cells (``and`` ->
 #: ``or`` in ``forward``'s cell loop): every subscriber still gets everything by the end,
 #: through AckExpected and nacks, so only the "at once" of quiet_delivery sees it
-FORWARD_MUTANT = "impl/gd/forwarding.py:155:boolop And#49"
+FORWARD_MUTANT = "impl/gd/forwarding.py:155:boolop And#51"
 
 
 def test_a_broker_that_stops_forwarding_first_time_is_caught(tmp_path: Path) -> None:

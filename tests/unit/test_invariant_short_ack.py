@@ -1,8 +1,9 @@
 """``canonical_state``'s prefix tie (issue 18): an IB whose A prefix stops one tick short of
-what its cells acked is caught. The power bench's mutant ``forwarding.py:308``
-(``grow_a_prefix`` keeps ``cur - 2``) was killed by ``make test`` only through the fast paths'
-differential test: every later ack covers the tick it held back, so no wire or delivery rule
-of the demo campaign saw it [GD §2.4, §3.1]. The correct roles pass the same schedule."""
+what its cells acked is caught. The power bench's mutant ``forwarding.py:310`` (``:308``
+before ``grow_a_prefix`` released the ledger; it keeps ``cur - 2``) was killed by ``make
+test`` only through the fast paths' differential test: every later ack covers the tick it held
+back, so no wire or delivery rule of the demo campaign saw it [GD §2.4, §3.1]. The correct
+roles pass the same schedule."""
 
 from __future__ import annotations
 
@@ -17,7 +18,7 @@ from gapless.spark_fuzz.execute import run_seed
 
 ROOT = Path(__file__).resolve().parents[2]
 DEMO = ROOT / "campaigns" / "demo.toml"
-MUTANT = "impl/gd/forwarding.py:308:int constant#65"
+MUTANT = "impl/gd/forwarding.py:310:int constant#67"
 SEED = 3  # a guaranteed-delivery setup of the demo on Figure 3
 
 _RUN = (
