@@ -3,10 +3,12 @@ path (the tests that show an invariant catching a mutant the power bench found).
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 from gapless.benchmarks._mutants import Mutant, mutant_named
 
@@ -39,3 +41,22 @@ def run_staged(tmp_path: Path, m: Mutant, code: str, *args: str) -> str:
         cwd=tmp_path,
     )
     return done.stdout
+
+
+_ONE_SEED = (
+    "import json, sys\n"
+    "from gapless.spark_fuzz.config import canonical_json, load_config\n"
+    "from gapless.spark_fuzz.execute import run_seed\n"
+    "c = load_config(sys.argv[1], {'duration_s': float(sys.argv[3])})\n"
+    "print(json.dumps(run_seed(canonical_json(c.to_data()), int(sys.argv[2])).row))\n"
+)
+
+
+def run_seed_staged(
+    tmp_path: Path, m: Mutant, config: Path, seed: int, duration_s: float
+) -> dict[str, Any]:
+    """The campaign row of schedule ``seed`` of the campaign file ``config``, its runs cut
+    to ``duration_s`` seconds, with ``m`` staged (:func:`run_staged`)."""
+    out = run_staged(tmp_path, m, _ONE_SEED, str(config), str(seed), str(duration_s))
+    row: dict[str, Any] = json.loads(out)
+    return row

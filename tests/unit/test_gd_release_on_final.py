@@ -7,11 +7,10 @@ that keeps them (``test_canonical_state.py``)."""
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import attrs
-from _staged_mutant import mutant, run_staged
+from _staged_mutant import mutant, run_seed_staged
 
 from gapless.impl.fmap import FMap
 from gapless.impl.gd import GDConfig, figure3, handle, initial_states
@@ -54,14 +53,7 @@ def test_final_prefix_from_upstream_releases_cell_f_and_c() -> None:
 def test_a_ledger_that_keeps_f_below_the_final_prefix_is_caught(tmp_path: Path) -> None:
     m = mutant(MUTANT)
     assert "if filtered is not self.filtered and curious is self.curious:" in m.diff
-    code = (
-        "import json, sys\n"
-        "from gapless.spark_fuzz.config import canonical_json, load_config\n"
-        "from gapless.spark_fuzz.execute import run_seed\n"
-        "c = load_config(sys.argv[1], {'duration_s': 2.0})\n"
-        "print(json.dumps(run_seed(canonical_json(c.to_data()), int(sys.argv[2])).row))\n"
-    )
-    row = json.loads(run_staged(tmp_path, m, code, str(DEMO), "3"))
+    row = run_seed_staged(tmp_path, m, DEMO, 3, 2.0)
     assert row["verdict"] == "violation", row["explanation"]
     assert row["invariant"] == "canonical_state"
     assert "at or below the acknowledged prefix" in row["explanation"]

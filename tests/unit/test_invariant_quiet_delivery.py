@@ -6,11 +6,10 @@ a message published too close to the first fault is not judged."""
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import attrs
-from _staged_mutant import mutant, run_staged
+from _staged_mutant import mutant, run_seed_staged
 
 from gapless.impl.effects import Deliver, DeliverCohort
 from gapless.impl.inputs import Connect
@@ -26,14 +25,6 @@ ROOT = Path(__file__).resolve().parents[2]
 DEMO = ROOT / "campaigns" / "demo.toml"
 MUTANT = "impl/gd/best_effort.py:120:bool constant#22"
 
-_RUN = (
-    "import json, sys\n"
-    "from gapless.spark_fuzz.config import canonical_json, load_config\n"
-    "from gapless.spark_fuzz.execute import run_seed\n"
-    "c = load_config(sys.argv[1], {'duration_s': float(sys.argv[3])})\n"
-    "print(json.dumps(run_seed(canonical_json(c.to_data()), int(sys.argv[2])).row))\n"
-)
-
 
 def _best_effort_seed() -> int:
     config = load_config(DEMO)
@@ -43,8 +34,7 @@ def _best_effort_seed() -> int:
 def test_a_best_effort_pubend_that_boots_down_is_caught(tmp_path: Path) -> None:
     m = mutant(MUTANT)
     assert "up=False" in m.diff
-    out = run_staged(tmp_path, m, _RUN, str(DEMO), str(_best_effort_seed()), "2.0")
-    row = json.loads(out)
+    row = run_seed_staged(tmp_path, m, DEMO, _best_effort_seed(), 2.0)
     assert row["verdict"] == "violation", row["explanation"]
     assert row["invariant"] == "quiet_delivery"
 
@@ -152,8 +142,7 @@ def test_a_broker_that_stops_forwarding_first_time_is_caught(tmp_path: Path) -> 
     config = load_config(DEMO)
     seed = 6  # a demo seed on the default setup whose first fault comes late (1.45 s)
     assert setup_of_seed(config, seed) == ""
-    out = run_staged(tmp_path, m, _RUN, str(DEMO), str(seed), "5.0")
-    row = json.loads(out)
+    row = run_seed_staged(tmp_path, m, DEMO, seed, 5.0)
     assert row["verdict"] == "violation", row["explanation"]
     assert row["invariant"] == "quiet_delivery"
     assert "before the first fault" in row["explanation"]

@@ -7,10 +7,9 @@ roles pass the same schedule."""
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
-from _staged_mutant import mutant, run_staged
+from _staged_mutant import mutant, run_seed_staged
 
 from gapless.models.gd_protocol import ENTRY as GD_ENTRY
 from gapless.spark_fuzz.config import canonical_json, config_for_seed, load_config
@@ -21,19 +20,11 @@ DEMO = ROOT / "campaigns" / "demo.toml"
 MUTANT = "impl/gd/forwarding.py:310:int constant#67"
 SEED = 3  # a guaranteed-delivery setup of the demo on Figure 3
 
-_RUN = (
-    "import json, sys\n"
-    "from gapless.spark_fuzz.config import canonical_json, load_config\n"
-    "from gapless.spark_fuzz.execute import run_seed\n"
-    "c = load_config(sys.argv[1], {'duration_s': 2.0})\n"
-    "print(json.dumps(run_seed(canonical_json(c.to_data()), int(sys.argv[2])).row))\n"
-)
-
 
 def test_an_ib_that_acks_one_tick_short_is_caught(tmp_path: Path) -> None:
     m = mutant(MUTANT)
     assert "prefix = cur - 2" in m.diff
-    row = json.loads(run_staged(tmp_path, m, _RUN, str(DEMO), str(SEED)))
+    row = run_seed_staged(tmp_path, m, DEMO, SEED, 2.0)
     assert row["verdict"] == "violation", row["explanation"]
     assert row["invariant"] == "canonical_state"
     assert "the acknowledged prefix ends at tick" in row["explanation"]
