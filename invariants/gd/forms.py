@@ -56,7 +56,7 @@ from gapless.impl.curiosity import A, Curiosity, N
 from gapless.impl.knowledge import F, Knowledge, Q
 from gapless.impl.ledger import CellLedger, CuriosityLedger
 from gapless.impl.streams import CuriosityStream, KnowledgeStream
-from gapless.impl.ticksets import is_canonical
+from gapless.impl.ticksets import contains, is_canonical
 from gapless.impl.trace import TraceRecord
 from gapless.invariants.plugin import Plugin
 
@@ -233,8 +233,8 @@ def stream_problem(s: Any, old: Any = None) -> str | None:
     that keeps curiosity apart from it: upstream C only on ticks that are Q here — a nack
     makes C only what it could not answer, and arriving knowledge settles it [GD §2.1, §3.1];
     and the acknowledged prefix as long as the cells' A allows, with no cell F or C below it
-    (:func:`prefix_problem`). With
-    ``old`` (the stream before a step), a part that is the very object it was is skipped."""
+    (:func:`prefix_problem`). With ``old`` (the stream before a step), a part that is the very
+    object it was is skipped."""
     k, led = s.knowledge, s.ledger
     k_new = old is None or k is not old.knowledge
     led_new = old is None or led is not old.ledger
@@ -263,16 +263,6 @@ def stream_problem(s: Any, old: Any = None) -> str | None:
     return None
 
 
-def _holds(ticks: tuple[tuple[int, int], ...], t: int) -> bool:
-    """Whether tick ``t`` lies in one of the ascending ``(lo, hi)`` runs ``ticks``."""
-    for lo, hi in ticks:
-        if lo > t:
-            return False
-        if t <= hi:
-            return True
-    return False
-
-
 def prefix_problem(k: KnowledgeStream, led: CuriosityLedger) -> str | None:
     """What ties a stream's acknowledged prefix ``0..fin`` and its cell ledgers wrong (None:
     nothing), both ways [GD §2.1, §2.4, §3.1]:
@@ -291,27 +281,21 @@ def prefix_problem(k: KnowledgeStream, led: CuriosityLedger) -> str | None:
         return None
     fin = k.fin
     for i, c in enumerate(cells):
-        f = c.filtered
-        if f and f[0][0] <= fin:
+        # each tick set is canonical here (ledger_problem judged it first): its first run is
+        # its lowest
+        kept = [f"F {c.filtered[0]!r}"] if c.filtered and c.filtered[0][0] <= fin else []
+        low = [(b, got[0]) for b, got in c.curious.items() if got and got[0][0] <= fin]
+        kept += [f"C {run!r} of {b!r}" for b, run in low]
+        if kept:
             return (
-                f"cell {i} keeps F {f[0]!r} at or below the acknowledged prefix 0..{fin}: "
-                "the ledger lets go of per-cell F and C where the istream is F "
-                "[GD §2.1.1, §3.1]"
+                f"cell {i} keeps {kept[0]} at or below the acknowledged prefix 0..{fin}: the "
+                "ledger lets go of per-cell F and C where the istream is F [GD §2.1.1, §3.1]"
             )
-        for broker in c.curious:
-            got = c.curious[broker]
-            if got and got[0][0] <= fin:
-                return (
-                    f"cell {i} keeps C {got[0]!r} of {broker!r} at or below the acknowledged "
-                    f"prefix 0..{fin}: the ledger lets go of per-cell F and C where the istream "
-                    "is F [GD §2.1.1, §3.1]"
-                )
     t = fin + 1
-    for c in cells:
-        if t > c.acked and not _holds(c.filtered, t):
-            return None
+    if any(t > c.acked and not contains(c.filtered, t) for c in cells):
+        return None
     return (
-        f"the acknowledged prefix ends at tick {k.fin}, yet tick {t} is A in every downstream "
+        f"the acknowledged prefix ends at tick {fin}, yet tick {t} is A in every downstream "
         "cell (acked or filtered there): the A prefix grows, and becomes F, in the step that "
         "makes its next tick A [GD §2.4, §3.1]"
     )
